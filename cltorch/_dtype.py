@@ -1,0 +1,207 @@
+"""dtypes: the nine element types, PyTorch's type promotion, finfo and iinfo.
+
+Each :class:`dtype` knows its numpy dtype (host storage) and its OpenCL C type name (kernels).
+Promotion follows PyTorch's ``result_type``: tensors of higher dimension win over 0-d tensors,
+which win over Python scalars, and only the *category* (bool < integer < floating) of a
+lower-priority operand can raise the result's type.
+"""
+import numpy as np
+
+__all__ = ["dtype", "float32", "float16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
+           "float", "half", "double", "long", "int", "short", "finfo", "iinfo", "get_default_dtype",
+           "set_default_dtype", "promote_types", "result_type"]
+
+_builtin_bool = bool
+_builtin_float = float
+_builtin_int = int
+
+
+class dtype:
+    """An element type. Compare with ``is`` or ``==``; ``repr`` is ``cltorch.float32`` etc."""
+
+    __slots__ = ("name", "np", "cl", "itemsize", "is_floating_point", "is_signed", "_rank", "_kind")
+
+    def __init__(self, name, np_dtype, cl_type, kind, rank):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.cl = cl_type
+        self.itemsize = self.np.itemsize
+        self._kind = kind            # 0 bool, 1 integer, 2 floating
+        self._rank = rank            # order within the lattice used for promotion
+        self.is_floating_point = kind == 2
+        self.is_signed = name not in ("bool", "uint8")
+
+    @property
+    def is_complex(self):
+        return False
+
+    def to_real(self):
+        return self
+
+    def __repr__(self):
+        return "cltorch." + self.name
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+float32 = dtype("float32", np.float32, "float", 2, 11)
+float16 = dtype("float16", np.float16, "half", 2, 10)
+float64 = dtype("float64", np.float64, "double", 2, 12)
+int64 = dtype("int64", np.int64, "long", 1, 6)
+int32 = dtype("int32", np.int32, "int", 1, 5)
+int16 = dtype("int16", np.int16, "short", 1, 4)
+int8 = dtype("int8", np.int8, "char", 1, 2)
+uint8 = dtype("uint8", np.uint8, "uchar", 1, 3)
+bool = dtype("bool", np.bool_, "uchar", 0, 0)  # noqa: A001 - PyTorch's name
+
+float = float32   # noqa: A001
+half = float16
+double = float64
+long = int64
+int = int32       # noqa: A001
+short = int16
+
+ALL = (float32, float16, float64, int64, int32, int16, int8, uint8, bool)
+_NAMES = {d.name: d for d in ALL}
+_FROM_NP = {d.np: d for d in ALL}
+
+
+def _by_name(name):
+    return _NAMES[name]
+
+
+def from_numpy_dtype(npd):
+    """The cltorch dtype for a numpy dtype; raises TypeError for unsupported ones."""
+    npd = np.dtype(npd)
+    try:
+        return _FROM_NP[npd]
+    except KeyError:
+        if npd == np.uint16 or npd == np.uint32 or npd == np.uint64:
+            raise TypeError(f"can't convert np.ndarray of type numpy.{npd}. The only supported types are: "
+                            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
+        raise TypeError(f"unsupported numpy dtype {npd}") from None
+
+
+def to_dtype(d):
+    """Accepts a cltorch dtype, a numpy dtype, a Python type or a name; returns a cltorch dtype."""
+    if isinstance(d, dtype):
+        return d
+    if d is _builtin_float:
+        return get_default_dtype()
+    if d is _builtin_int:
+        return int64
+    if d is _builtin_bool:
+        return bool
+    if isinstance(d, str) and d in _NAMES:
+        return _NAMES[d]
+    return from_numpy_dtype(d)
+
+
+_default = [float32]
+
+
+def get_default_dtype():
+    """The default floating dtype (float32 unless changed by :func:`set_default_dtype`)."""
+    return _default[0]
+
+
+def set_default_dtype(d):
+    """Sets the default floating dtype. Raises TypeError for a non-floating dtype."""
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+
+
+# The promotion lattice: for two dtypes of the same category the larger wins; uint8 with a signed
+# integer gives the next signed type that holds both (PyTorch: uint8 + int8 -> int16).
+def promote_types(a, b):
+    """PyTorch's ``promote_types`` for two dtypes."""
+    a, b = to_dtype(a), to_dtype(b)
+    if a is b:
+        return a
+    if a._kind != b._kind:
+        return a if a._kind > b._kind else b
+    if a._kind == 1 and {a, b} == {uint8, int8}:
+        return int16
+    return a if a._rank > b._rank else b
+
+
+def _category(x):
+    if isinstance(x, _builtin_bool):
+        return 0
+    if isinstance(x, _builtin_int):
+        return 1
+    if isinstance(x, _builtin_float):
+        return 2
+    if isinstance(x, (np.bool_,)):
+        return 0
+    if isinstance(x, np.integer):
+        return 1
+    if isinstance(x, np.floating):
+        return 2
+    raise TypeError(f"unsupported operand type {type(x).__name__}")
+
+
+def result_type(*operands):
+    """PyTorch's ``result_type`` over tensors and Python scalars.
+
+    Priority: tensors with dim > 0, then 0-d tensors, then Python scalars. A lower-priority group can
+    only lift the result to its category's default (int64 for int scalars, the default float dtype
+    for float scalars, or its own dtype for 0-d tensors).
+    """
+    dims = [None, None, None]   # best dtype per priority group: 0 = dim>0 tensor, 1 = 0-d tensor, 2 = scalar
+    for x in operands:
+        d = getattr(x, "dtype", None)
+        if isinstance(d, dtype) and hasattr(x, "dim"):
+            g = 0 if x.dim() > 0 else 1
+        else:
+            g = 2
+            c = _category(x)
+            d = (bool, int64, get_default_dtype())[c]
+        dims[g] = d if dims[g] is None else promote_types(dims[g], d)
+    res = None
+    for d in dims:
+        if d is not None and (res is None or d._kind > res._kind):
+            res = d
+    return res
+
+
+class finfo:
+    """Machine limits of a floating dtype: bits, eps, max, min, tiny (smallest normal), resolution."""
+
+    def __init__(self, type=None):  # noqa: A002
+        t = to_dtype(type if type is not None else get_default_dtype())
+        if not t.is_floating_point:
+            raise TypeError(f"finfo needs a floating dtype, got {t}")
+        f = np.finfo(t.np)
+        self.dtype = t.name
+        self.bits = f.bits
+        self.eps = _builtin_float(f.eps)
+        self.max = _builtin_float(f.max)
+        self.min = _builtin_float(f.min)
+        self.tiny = self.smallest_normal = _builtin_float(f.tiny)
+        self.resolution = _builtin_float(f.resolution)
+
+    def __repr__(self):
+        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, " \
+               f"smallest_normal={self.tiny}, tiny={self.tiny}, dtype={self.dtype})"
+
+
+class iinfo:
+    """Limits of an integer dtype: bits, min, max."""
+
+    def __init__(self, type):  # noqa: A002
+        t = to_dtype(type)
+        if t.is_floating_point:
+            raise TypeError(f"iinfo needs an integer dtype, got {t}")
+        if t is bool:
+            self.bits, self.min, self.max = 8, 0, 1
+        else:
+            i = np.iinfo(t.np)
+            self.bits, self.min, self.max = i.bits, _builtin_int(i.min), _builtin_int(i.max)
+        self.dtype = t.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

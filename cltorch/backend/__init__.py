@@ -1,0 +1,13 @@
+"""Floor 3: OpenCL platforms and devices, contexts and queues, memory pool, program build and cache.
+
+Knows nothing of tensors. See DESIGN.md.
+"""
+from .devices import DeviceInfo, classify, list_devices, resolve, available_text
+from .profile import load_profile
+from .program import KernelBuildError, render, stats, reset_stats
+from .runtime import (Runtime, OutOfMemoryError, NoDeviceError, runtime, cpu_runtime, cpu_index,
+                      default_index, all_runtimes)
+
+__all__ = ["DeviceInfo", "classify", "list_devices", "resolve", "available_text", "load_profile",
+           "KernelBuildError", "render", "stats", "reset_stats", "Runtime", "OutOfMemoryError", "NoDeviceError",
+           "runtime", "cpu_runtime", "cpu_index", "default_index", "all_runtimes"]

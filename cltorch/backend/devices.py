@@ -1,0 +1,180 @@
+"""OpenCL platforms and devices: enumeration, vendor classing and capabilities.
+
+Every platform is enumerated, not only the first. Each device gets a class (cpu, nvidia, amd, intel,
+apple) from its device type, vendor id, vendor name and platform name, and a :class:`DeviceInfo`
+record of the capabilities that kernels and error messages need.
+
+Capabilities can be masked for testing with the environment variable ``CLTORCH_MASK_CAPS``
+(comma-separated: ``fp16``, ``fp64``), or by a profile's ``[quirks] mask = [...]``.
+"""
+import os
+from dataclasses import dataclass, field
+
+__all__ = ["DeviceInfo", "classify", "list_devices", "device_info_from_props"]
+
+VENDOR_IDS = {0x10DE: "nvidia", 0x1002: "amd", 0x1022: "amd", 0x8086: "intel", 0x1027F00: "apple", 0x106B: "apple"}
+
+
+def classify(device_type_cpu, vendor_id, vendor, platform_name, name=""):
+    """The device class: 'cpu' for any CPU device, else the GPU vendor.
+
+    The device type wins (PoCL's CPU device reports Intel's vendor id 0x8086); then the vendor id;
+    then words in the vendor, platform and device names. Unknown GPUs are classed 'gpu'.
+    """
+    if device_type_cpu:
+        return "cpu"
+    if vendor_id in VENDOR_IDS:
+        return VENDOR_IDS[vendor_id]
+    text = f"{vendor} {platform_name} {name}".lower()
+    for word, cls in (("nvidia", "nvidia"), ("advanced micro", "amd"), ("amd", "amd"), ("radeon", "amd"),
+                      ("intel", "intel"), ("apple", "apple")):
+        if word in text:
+            return cls
+    return "gpu"
+
+
+@dataclass
+class DeviceInfo:
+    """What we know of one OpenCL device. Sizes are in bytes."""
+    index: int
+    name: str
+    vendor: str
+    vendor_id: int
+    platform: str
+    cls: str
+    is_gpu: bool
+    driver_version: str
+    opencl_version: str
+    opencl_c_version: str
+    compute_units: int
+    global_mem: int
+    local_mem: int
+    max_alloc: int
+    max_work_group_size: int
+    preferred_vector_width_float: int
+    fp16: bool
+    fp64: bool
+    extensions: tuple = field(default_factory=tuple)
+    cl_device: object = None      # the pyopencl Device (None for recorded fixtures)
+
+    @property
+    def is_integrated(self):
+        return self.is_gpu and self.cls in ("intel", "apple")
+
+
+def device_info_from_props(index, props, cl_device=None):
+    """Build a DeviceInfo from a plain dict of device properties (as recorded in test fixtures)."""
+    exts = tuple(props.get("extensions", "").split())
+    mask = set(filter(None, os.environ.get("CLTORCH_MASK_CAPS", "").split(",")))
+    is_cpu = bool(props.get("is_cpu"))
+    fp64 = ("cl_khr_fp64" in exts or props.get("double_fp_config", 0) != 0) and "fp64" not in mask
+    fp16 = ("cl_khr_fp16" in exts) and "fp16" not in mask
+    return DeviceInfo(
+        index=index, name=props["name"].strip(), vendor=props.get("vendor", "").strip(),
+        vendor_id=int(props.get("vendor_id", 0)), platform=props.get("platform", "").strip(),
+        cls=classify(is_cpu, int(props.get("vendor_id", 0)), props.get("vendor", ""), props.get("platform", ""),
+                     props["name"]),
+        is_gpu=not is_cpu, driver_version=props.get("driver_version", ""),
+        opencl_version=props.get("version", ""), opencl_c_version=props.get("opencl_c_version", ""),
+        compute_units=int(props.get("max_compute_units", 1)), global_mem=int(props.get("global_mem_size", 0)),
+        local_mem=int(props.get("local_mem_size", 0)), max_alloc=int(props.get("max_mem_alloc_size", 0)),
+        max_work_group_size=int(props.get("max_work_group_size", 1)),
+        preferred_vector_width_float=int(props.get("preferred_vector_width_float", 1)),
+        fp16=fp16, fp64=fp64, extensions=exts, cl_device=cl_device)
+
+
+def _props(dev, platform):
+    import pyopencl as cl
+    try:
+        dfp = dev.double_fp_config
+    except cl.Error:
+        dfp = 0
+    return dict(name=dev.name, vendor=dev.vendor, vendor_id=dev.vendor_id, platform=platform.name,
+                is_cpu=bool(dev.type & cl.device_type.CPU), driver_version=dev.driver_version,
+                version=dev.version, opencl_c_version=getattr(dev, "opencl_c_version", ""),
+                max_compute_units=dev.max_compute_units, global_mem_size=dev.global_mem_size,
+                local_mem_size=dev.local_mem_size, max_mem_alloc_size=dev.max_mem_alloc_size,
+                max_work_group_size=dev.max_work_group_size,
+                preferred_vector_width_float=dev.preferred_vector_width_float,
+                extensions=dev.extensions, double_fp_config=dfp)
+
+
+_cache = []
+
+
+def list_devices():
+    """Every OpenCL device on every platform, in a stable order (the ``cl:N`` order).
+
+    Order: discrete GPUs, integrated GPUs, then CPUs; within a kind, platform order. Returns [] when
+    no OpenCL platform is installed (pyopencl raises LogicError/RuntimeError then).
+    """
+    if _cache:
+        return _cache[0]
+    found = []
+    try:
+        import pyopencl as cl
+        platforms = cl.get_platforms()
+    except Exception:  # no ICD loader, or no platform: no devices
+        platforms = []
+    for p in platforms:
+        try:
+            devs = p.get_devices()
+        except Exception:
+            continue
+        for d in devs:
+            found.append((d, p))
+    infos = [device_info_from_props(0, _props(d, p), d) for d, p in found]
+
+    def rank(info):
+        if not info.is_gpu:
+            return 2
+        return 1 if info.is_integrated else 0
+    infos.sort(key=rank)
+    for i, info in enumerate(infos):
+        info.index = i
+    _cache.append(infos)
+    return infos
+
+
+CLASSES = ("cpu", "nvidia", "amd", "intel", "apple", "gpu")
+
+
+def available_text():
+    devs = list_devices()
+    if not devs:
+        return "no OpenCL device is installed"
+    return "available: 'cpu', 'cl', " + ", ".join(f"'cl:{d.index}' ({d.cls}: {d.name})" for d in devs)
+
+
+def resolve(spec):
+    """The device index for a 'cl' spec: 'cl', 'cl:N', 'cl:<class>' or 'cl:<class>:N' (N-th of that class).
+
+    Raises RuntimeError naming the available devices when the spec matches none.
+    """
+    parts = spec.split(":")
+    if parts[0] != "cl" or len(parts) > 3:
+        raise RuntimeError(f"invalid OpenCL device string '{spec}'; {available_text()}")
+    devs = list_devices()
+    if not devs:
+        from .runtime import INSTALL_HINT
+        raise RuntimeError(INSTALL_HINT)
+    if len(parts) == 1:
+        import os
+        env = os.environ.get("CLTORCH_DEVICE")
+        return resolve(env) if env and env != "cl" else 0
+    sel = parts[1]
+    if sel.isdigit() and len(parts) == 2:
+        i = int(sel)
+        if i >= len(devs):
+            raise RuntimeError(f"device 'cl:{i}' does not exist: this machine has {len(devs)} OpenCL "
+                               f"device{'s' if len(devs) != 1 else ''}; {available_text()}")
+        return i
+    if sel in CLASSES:
+        of_class = [d.index for d in devs if d.cls == sel]
+        n = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else 0
+        if len(parts) == 3 and not parts[2].isdigit():
+            raise RuntimeError(f"invalid OpenCL device string '{spec}'; {available_text()}")
+        if n >= len(of_class):
+            raise RuntimeError(f"device '{spec}': found {len(of_class)} {sel} device(s); {available_text()}")
+        return of_class[n]
+    raise RuntimeError(f"invalid OpenCL device string '{spec}'; {available_text()}")

@@ -1,0 +1,162 @@
+"""Kernel programs: Mako rendering, building, and the in-memory and on-disk caches.
+
+A program is rendered from a template in ``cl_kernels/`` with a few parameters (expression, dtypes,
+rank, layout class; never shapes). Built programs are memoised per device in this process, and their
+binaries are kept on disk under :func:`cltorch.backend.paths.cache_dir`, keyed by the SHA-256 of the
+source, the build options, the device name and the driver version, so a second process compiles
+nothing. A cache file carries a checksum of its payload: a truncated or corrupted file is detected,
+removed and rebuilt. Files are written to a temporary name and renamed, so concurrent processes that
+build the same program never see a half-written file.
+"""
+import hashlib
+import os
+import struct
+import tempfile
+import threading
+from pathlib import Path
+
+from mako.lookup import TemplateLookup
+
+from .paths import cache_dir, kernels_dir
+
+__all__ = ["KernelBuildError", "render", "build_program", "stats", "reset_stats"]
+
+_STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "renders": 0}
+_lookup = None
+_lock = threading.RLock()
+_MAGIC = b"CLTK1\0"
+
+
+class KernelBuildError(RuntimeError):
+    """An OpenCL program failed to build. ``.log`` is the build log, ``.template`` the template name."""
+
+    def __init__(self, template, device, log, source):
+        self.template, self.log, self.source = template, log, source
+        numbered = "\n".join(f"{i + 1:4d}  {line}" for i, line in enumerate(source.splitlines()))
+        super().__init__(f"OpenCL build of kernel template '{template}' failed on {device}:\n"
+                         f"--- build log ---\n{log}\n--- kernel source ---\n{numbered}")
+
+
+def stats():
+    """Counters since import: ``builds`` (programs compiled from source), ``disk_hits`` (programs loaded
+    from our binary cache), ``memory_hits`` (programs found in this process) and ``renders``."""
+    return dict(_STATS)
+
+
+def reset_stats():
+    for k in _STATS:
+        _STATS[k] = 0
+
+
+def _get_lookup():
+    global _lookup
+    if _lookup is None:
+        _lookup = TemplateLookup(directories=[str(kernels_dir())], strict_undefined=True)
+    return _lookup
+
+
+_render_cache = {}
+
+
+def render(template, **params):
+    """The OpenCL source of ``template`` (a file name in cl_kernels/) rendered with ``params``."""
+    key = (template, tuple(sorted((k, _hashable(v)) for k, v in params.items())))
+    src = _render_cache.get(key)
+    if src is None:
+        _STATS["renders"] += 1
+        src = _get_lookup().get_template(template).render(**params)
+        _render_cache[key] = src
+    return src
+
+
+def _hashable(v):
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_hashable(x) for x in v)
+    return v
+
+
+def _disk_key(source, options, info):
+    h = hashlib.sha256()
+    for part in (source, " ".join(options), info.name, info.driver_version, info.platform, info.opencl_version):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _read_binary(path):
+    """The payload of a cache file, or None if it is missing, truncated or corrupted (then it is removed)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_MAGIC) + 8 + 32
+    if len(data) >= head and data.startswith(_MAGIC):
+        (n,) = struct.unpack("<Q", data[len(_MAGIC):len(_MAGIC) + 8])
+        digest = data[len(_MAGIC) + 8:head]
+        payload = data[head:]
+        if len(payload) == n and hashlib.sha256(payload).digest() == digest:
+            return payload
+    try:
+        path.unlink()
+    except OSError:
+        pass
+    return None
+
+
+def _write_binary(path, payload):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blob = _MAGIC + struct.pack("<Q", len(payload)) + hashlib.sha256(payload).digest() + payload
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def build_program(ctx, info, source, options=(), template="<source>"):
+    """Build ``source`` for one device, using our binary cache on disk; returns a pyopencl Program.
+
+    Raises KernelBuildError with the build log and the numbered source when the compiler fails.
+    """
+    import pyopencl as cl
+    dev = info.cl_device
+    key = _disk_key(source, options, info)
+    path = Path(cache_dir()) / f"{key}.bin"
+    use_disk = os.environ.get("CLTORCH_NO_DISK_CACHE") != "1"
+    if use_disk:
+        payload = _read_binary(path)
+        if payload is not None:
+            try:
+                prg = cl.Program(ctx, [dev], [payload]).build(options=list(options))
+                _STATS["disk_hits"] += 1
+                return prg
+            except cl.Error:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+    prg = cl.Program(ctx, source)
+    try:
+        prg.build(options=list(options), devices=[dev])
+    except cl.RuntimeError as e:
+        try:
+            log = prg.get_build_info(dev, cl.program_build_info.LOG)
+        except Exception:
+            log = str(e)
+        raise KernelBuildError(template, info.name, log or str(e), source) from None
+    _STATS["builds"] += 1
+    if use_disk:
+        try:
+            binaries = prg.get_info(cl.program_info.BINARIES)
+            if binaries and binaries[0]:
+                _write_binary(path, bytes(binaries[0]))
+        except cl.Error:
+            pass
+    return prg

@@ -1,0 +1,213 @@
+"""Per-device runtime: context, one in-order queue, memory pool, kernels, memory statistics.
+
+One :class:`Runtime` exists per OpenCL device and is made lazily on first use. The ``cpu`` device
+(host memory) uses the runtime of the first OpenCL CPU device, so its arithmetic runs there through
+``CL_MEM_USE_HOST_PTR`` buffers.
+"""
+import threading
+
+import numpy as np
+
+from . import program
+from .devices import list_devices
+from .profile import load_profile
+
+__all__ = ["Runtime", "OutOfMemoryError", "NoDeviceError", "runtime", "cpu_runtime", "default_index",
+           "all_runtimes"]
+
+
+class OutOfMemoryError(RuntimeError):
+    """A device allocation failed: the device is out of memory, the request exceeds the device's largest
+    allocation, or it passes the limit set by ``set_per_process_memory_fraction``."""
+
+
+class NoDeviceError(RuntimeError):
+    """No OpenCL device is installed."""
+
+
+INSTALL_HINT = ("No OpenCL device was found. Install one: `pip install pocl-binary-distribution` gives a CPU "
+                "device; for GPUs install the vendor's OpenCL driver (NVIDIA driver, AMD ROCm, Intel compute "
+                "runtime; Apple ships OpenCL with macOS).")
+
+
+class Runtime:
+    """Context, queue, pool and kernel cache of one OpenCL device (``info`` is its DeviceInfo)."""
+
+    def __init__(self, info):
+        import pyopencl as cl
+        import pyopencl.tools as cltools
+        self.info = info
+        self.index = info.index
+        self.profile = load_profile(info)
+        for cap in self.profile.get_value("quirks", "mask", []) or []:
+            setattr(info, cap, False)
+        self.ctx = cl.Context([info.cl_device])
+        self.queue = cl.CommandQueue(self.ctx)
+        self._alloc = cltools.ImmediateAllocator(self.queue)
+        self.pool = cltools.MemoryPool(self._alloc)
+        self._kernels = {}
+        self._programs = {}
+        self.lock = threading.RLock()
+        self.allocated = 0
+        self.peak = 0
+        self.limit = None            # bytes, from set_per_process_memory_fraction
+        self.pending = False         # work queued since the last synchronize
+        self.mf = cl.mem_flags
+
+    # ---------------------------------------------------------------- kernels
+    def program(self, template, options=(), **params):
+        """The built program of ``template`` rendered with ``params`` (memoised per device)."""
+        key = (template, options, tuple(sorted((k, program._hashable(v)) for k, v in params.items())))
+        prg = self._programs.get(key)
+        if prg is None:
+            with self.lock:
+                prg = self._programs.get(key)
+                if prg is None:
+                    src = program.render(template, **params)
+                    prg = program.build_program(self.ctx, self.info, src, options, template)
+                    self._programs[key] = prg
+        else:
+            program._STATS["memory_hits"] += 1
+        return prg
+
+    def kernel(self, template, name, arg_dtypes, options=(), **params):
+        """A cached ``pyopencl.Kernel`` named ``name`` from ``template``, with scalar arg dtypes set.
+
+        Call it as ``k(rt.queue, global_size, local_size, *args)``. The cache key is the template, its
+        parameters and the kernel name, so look it up once per signature and keep it.
+        """
+        key = (template, name, options, tuple(sorted((k, program._hashable(v)) for k, v in params.items())))
+        k = self._kernels.get(key)
+        if k is None:
+            import pyopencl as cl
+            prg = self.program(template, options, **params)
+            k = cl.Kernel(prg, name)
+            k.set_scalar_arg_dtypes(arg_dtypes)
+            self._kernels[key] = k
+        return k
+
+    def launch(self, k, gsize, lsize, *args):
+        """Enqueue a kernel; marks the queue as having pending work."""
+        self.pending = True
+        return k(self.queue, gsize, lsize, *args)
+
+    def synchronize(self):
+        if self.pending:
+            self.queue.finish()
+            self.pending = False
+
+    # ---------------------------------------------------------------- memory
+    def _oom(self, nbytes, why):
+        avail = self.info.global_mem - self.allocated
+        if self.limit is not None:
+            avail = min(avail, self.limit - self.allocated)
+        return OutOfMemoryError(
+            f"OpenCL out of memory on {self.info.name} (cl:{self.index}): tried to allocate {_fmt(nbytes)} "
+            f"({why}); {_fmt(self.allocated)} allocated by cltorch, {_fmt(max(avail, 0))} available"
+            + (f" under the per-process limit of {_fmt(self.limit)}" if self.limit is not None else "")
+            + f", device max single allocation {_fmt(self.info.max_alloc)}.")
+
+    def alloc(self, nbytes):
+        """A pooled device buffer of at least ``nbytes`` (>= 1). Raises OutOfMemoryError."""
+        import pyopencl as cl
+        nbytes = max(int(nbytes), 1)
+        if nbytes > self.info.max_alloc:
+            raise self._oom(nbytes, "above the device's max_mem_alloc_size")
+        if self.limit is not None and self.allocated + nbytes > self.limit:
+            self.pool.free_held()
+            raise self._oom(nbytes, "past the limit set by set_per_process_memory_fraction")
+        try:
+            buf = self.pool.allocate(nbytes)
+        except (cl.MemoryError, cl.RuntimeError, cl.LogicError) as e:
+            self.pool.free_held()
+            try:
+                buf = self.pool.allocate(nbytes)
+            except (cl.MemoryError, cl.RuntimeError, cl.LogicError):
+                raise self._oom(nbytes, f"the driver refused: {e}") from None
+        self.account(nbytes)
+        return buf
+
+    def account(self, nbytes):
+        self.allocated += nbytes
+        if self.allocated > self.peak:
+            self.peak = self.allocated
+
+    def release(self, nbytes):
+        self.allocated -= nbytes
+
+    def host_buffer(self, array):
+        """A zero-copy ``CL_MEM_USE_HOST_PTR`` buffer over a contiguous numpy array (cpu tensors)."""
+        import pyopencl as cl
+        if array.nbytes == 0:
+            array = np.zeros(1, np.uint8)
+        if array.nbytes > self.info.max_alloc:
+            raise self._oom(array.nbytes, "a cpu tensor above the OpenCL CPU device's max_mem_alloc_size; "
+                                          "split the computation into smaller tensors")
+        return cl.Buffer(self.ctx, self.mf.READ_WRITE | self.mf.USE_HOST_PTR, hostbuf=array)
+
+    def pinned_buffer(self, nbytes):
+        """A page-locked host staging buffer (``CL_MEM_ALLOC_HOST_PTR``) and a numpy view mapped over it."""
+        import pyopencl as cl
+        buf = cl.Buffer(self.ctx, self.mf.READ_WRITE | self.mf.ALLOC_HOST_PTR, size=max(int(nbytes), 1))
+        arr, _ = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
+                                       (max(int(nbytes), 1),), np.uint8)
+        return buf, arr
+
+
+def _fmt(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.2f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024
+
+
+_runtimes = {}
+_rt_lock = threading.Lock()
+
+
+def runtime(index):
+    """The Runtime of device ``cl:index`` (made on first use)."""
+    rt = _runtimes.get(index)
+    if rt is None:
+        with _rt_lock:
+            rt = _runtimes.get(index)
+            if rt is None:
+                devs = list_devices()
+                if not devs:
+                    raise NoDeviceError(INSTALL_HINT)
+                rt = Runtime(devs[index])
+                _runtimes[index] = rt
+    return rt
+
+
+def all_runtimes():
+    """The runtimes made so far."""
+    return list(_runtimes.values())
+
+
+def cpu_index():
+    """Index of the OpenCL CPU device that runs arithmetic on ``cpu`` tensors."""
+    for info in list_devices():
+        if info.cls == "cpu":
+            return info.index
+    if not list_devices():
+        raise NoDeviceError(INSTALL_HINT)
+    raise NoDeviceError("arithmetic on 'cpu' tensors needs an OpenCL CPU device, and none is installed; "
+                        "`pip install pocl-binary-distribution` provides one, or move tensors to 'cl'.")
+
+
+def cpu_runtime():
+    return runtime(cpu_index())
+
+
+def default_index():
+    """The default 'cl' device: CLTORCH_DEVICE if set, else discrete GPU, integrated GPU, then CPU."""
+    import os
+    devs = list_devices()
+    if not devs:
+        raise NoDeviceError(INSTALL_HINT)
+    env = os.environ.get("CLTORCH_DEVICE")
+    if env:
+        from .devices import resolve
+        return resolve(env)
+    return 0
