@@ -1,0 +1,69 @@
+## One strided elementwise template for every pointwise op.
+##   operands: list of (kind, storage_type, compute_type); kind "t" = tensor, "s" = scalar argument
+##   out_type: storage type of the output; expr: C expression over x0..x{n-1}; rank: 0 = contiguous fast path,
+##   else the number of collapsed dims; to_bool: the output is bool (stored as uchar 0/1).
+<%namespace name="c" file="common.cl.mako"/>
+${c.preamble(types)}
+<% nt = [i for i, o in enumerate(operands) if o[0] == "t"] %>
+__kernel void ew(__global ${out_type}* out, long out_off
+% for i, (kind, st, ct) in enumerate(operands):
+% if kind == "t":
+    , __global const ${st}* in${i}, long off${i}
+% else:
+    , ${ct} s${i}
+% endif
+% endfor
+    , long n
+% for d in range(rank):
+    , long size${d}
+% endfor
+% for d in range(rank):
+    , long ostr${d}
+% for i in nt:
+    , long str${i}_${d}
+% endfor
+% endfor
+    )
+{
+    long gid = get_global_id(0);
+    if (gid >= n) return;
+% if rank == 0:
+    long o = out_off + gid;
+% for i, (kind, st, ct) in enumerate(operands):
+% if kind == "t":
+    ${ct} x${i} = (${ct})in${i}[off${i} + gid];
+% else:
+    ${ct} x${i} = s${i};
+% endif
+% endfor
+% else:
+    long rem = gid, id;
+    long o = out_off;
+% for i in nt:
+    long p${i} = off${i};
+% endfor
+% for d in reversed(range(rank)):
+% if d > 0:
+    id = rem % size${d}; rem = rem / size${d};
+% else:
+    id = rem;
+% endif
+    o += id * ostr${d};
+% for i in nt:
+    p${i} += id * str${i}_${d};
+% endfor
+% endfor
+% for i, (kind, st, ct) in enumerate(operands):
+% if kind == "t":
+    ${ct} x${i} = (${ct})in${i}[p${i}];
+% else:
+    ${ct} x${i} = s${i};
+% endif
+% endfor
+% endif
+% if to_bool:
+    out[o] = (${out_type})((${expr}) != 0);
+% else:
+    out[o] = (${out_type})(${expr});
+% endif
+}

@@ -1,0 +1,260 @@
+## Tiled GEMM:  C[b] = alpha * A[b] @ B[b] + beta * C[b]   (A: M x K, B: K x N, C: M x N, b < batch)
+##
+## Every operand is addressed as  base[off + b*bs + row*rs + col*cs]  (element strides), so transposed and
+## other strided views are read in place. Parameters (all from the device profile, see cltorch/ops/_gemm.py):
+##   dt      storage type of A, B, C: "float", "double" or "half" (half is read with vload_half and
+##           accumulated in float; it needs no cl_khr_fp16)
+##   acc     accumulation type: "float" or "double"
+##   idx     index type: "int" or "long" (long when an operand spans more than 2^31 elements)
+##   use_local 0: register blocking without local memory (CPU devices).
+##           1: work-group tiles staged in local memory (GPUs).
+##
+## use_local == 0 (register-blocked, the CPU path; BLIS-style micro-kernel, see Van Zee & van de Geijn,
+## "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM TOMS 41(3), 2015):
+##   mr      rows of C per work-item;  vw  vector width;  nv  vectors per row: nr = nv*vw columns
+##   a_mode  "strided": A read through its strides (rows past M are clamped to row M-1 and not stored);
+##           "packed":  A read from a panel buffer made by gemm_pack_a: [b][M/mr][K][mr], zero padded.
+##   b_mode  "packed":  B read from a panel buffer made by gemm_pack_b: [b][N/nr][K][nr], zero padded,
+##                      in the accumulation type, so every k step is nv aligned vector loads;
+##           "direct":  B read in place with vector loads (host guarantees cs == 1, N % nr == 0 and
+##                      vector-aligned off, rs, bs).
+##   ku      unroll factor of the k loop (0: leave it to the compiler)
+##   Work-item (x, y, z) computes rows [x*mr, x*mr+mr), columns [y*nr, y*nr+nr) of batch z.
+##
+## use_local == 1 (textbook local-memory tiling; Volkov & Demmel, "Benchmarking GPUs to tune dense linear
+## algebra", SC 2008, for the register tile per work-item):
+##   lx, ly  work-group shape; each work-item computes mr x nr elements of C spread with stride ly (rows)
+##           and lx (columns), so neighbouring work-items touch neighbouring columns (coalesced stores);
+##   tk      K depth of the staged tiles;  the group tile is (ly*mr) x (lx*nr).
+##   a_kfast / b_kfast: the cooperative loads walk k fastest (set when that operand is contiguous in k).
+##   Work-item (x, y, z): group (gx, gy) covers columns [gx*lx*nr, ...) and rows [gy*ly*mr, ...).
+<%
+    if dt == "half":
+        def ld(ptr, i):
+            return "vload_half(%s, %s)" % (i, ptr)
+        def ldv(ptr, i, n):
+            return "vload_half%d(0, %s + (%s))" % (n, ptr, i) if n > 1 else "vload_half(%s, %s)" % (i, ptr)
+        def st(ptr, i, v):
+            return "vstore_half_rte(%s, %s, %s)" % (v, i, ptr)
+        def stv(ptr, i, v, n):
+            return "vstore_half%d_rte(%s, 0, %s + (%s))" % (n, v, ptr, i) if n > 1 else "vstore_half_rte(%s, %s, %s)" % (v, i, ptr)
+    else:
+        def ld(ptr, i):
+            return "(%s)%s[%s]" % (acc, ptr, i)
+        def ldv(ptr, i, n):
+            return "*(__global const %s%s*)(%s + (%s))" % (dt, n if n > 1 else "", ptr, i)
+        def st(ptr, i, v):
+            return "%s[%s] = %s" % (ptr, i, v)
+        def stv(ptr, i, v, n):
+            return "*(__global %s%s*)(%s + (%s)) = %s" % (dt, n if n > 1 else "", ptr, i, v)
+    lanes = "0123456789abcdef"
+%>
+#pragma OPENCL FP_CONTRACT ON
+% if "double" in (dt, acc):
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+typedef ${idx} I;
+
+% if use_local == 0:
+<%
+    NR = nv * vw
+    vt = acc + (str(vw) if vw > 1 else "")
+    def lane(v, e):
+        return v if vw == 1 else "%s.s%s" % (v, lanes[e])
+%>
+% if a_mode == "packed":
+// Ap[b][p][k][r] = A[b][p*mr + r][k], zero for rows >= M.  One work-item per element:
+// x = k*mr + r, y = panel p, z = batch.
+__kernel void gemm_pack_a(__global const ${dt}* A, I a_off, I a_rs, I a_cs, I a_bs,
+                          int M, int K, __global ${acc}* Ap, I ap_bs)
+{
+    int x = get_global_id(0);
+    if (x >= K * ${mr}) return;
+    int p = get_global_id(1), b = get_global_id(2);
+    int k = x / ${mr}, r = x - k * ${mr};
+    int i = p * ${mr} + r;
+    ${acc} v = (${acc})0;
+    if (i < M) v = ${ld("A", "a_off + (I)b * a_bs + (I)i * a_rs + (I)k * a_cs")};
+    Ap[(I)b * ap_bs + (I)p * K * ${mr} + x] = v;
+}
+% endif
+
+% if b_mode == "packed":
+// Bp[b][p][k][c] = B[b][k][p*nr + c], zero for columns >= N.  One work-item per element:
+// x = k*nr + c, y = panel p, z = batch.
+__kernel void gemm_pack_b(__global const ${dt}* B, I b_off, I b_rs, I b_cs, I b_bs,
+                          int K, int N, __global ${acc}* Bp, I bp_bs)
+{
+    int x = get_global_id(0);
+    if (x >= K * ${NR}) return;
+    int p = get_global_id(1), b = get_global_id(2);
+    int k = x / ${NR}, c = x - k * ${NR};
+    int j = p * ${NR} + c;
+    ${acc} v = (${acc})0;
+    if (j < N) v = ${ld("B", "b_off + (I)b * b_bs + (I)k * b_rs + (I)j * b_cs")};
+    Bp[(I)b * bp_bs + (I)p * K * ${NR} + x] = v;
+}
+% endif
+
+__kernel void gemm_main(__global const ${dt if a_mode == "strided" else acc}* A, I a_off, I a_rs, I a_cs, I a_bs,
+                        __global const ${dt if b_mode == "direct" else acc}* B, I b_off, I b_rs, I b_bs,
+                        __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs, int c_vec,
+                        int M, int N, int K, ${acc} alpha, ${acc} beta)
+{
+    int pi = get_global_id(0), pj = get_global_id(1), b = get_global_id(2);
+    int i0 = pi * ${mr}, j0 = pj * ${NR};
+    if (i0 >= M || j0 >= N) return;
+% if a_mode == "strided":
+% for r in range(mr):
+    __global const ${dt}* a${r} = A + a_off + (I)b * a_bs + (I)min(i0 + ${r}, M - 1) * a_rs;
+% endfor
+% else:
+    __global const ${acc}* ap = A + (I)b * a_bs + (I)pi * K * ${mr};
+% endif
+% if b_mode == "packed":
+    __global const ${vt}* bp = (__global const ${vt}*)(B + (I)b * b_bs + (I)pj * K * ${NR});
+% else:
+    __global const ${dt}* bp = B + b_off + (I)b * b_bs + j0;
+% endif
+% for r in range(mr):
+% for v in range(nv):
+    ${vt} c${r}_${v} = (${vt})0;
+% endfor
+% endfor
+% if ku:
+    #pragma unroll ${ku}
+% endif
+    for (int k = 0; k < K; k++) {
+% for v in range(nv):
+% if b_mode == "packed":
+        ${vt} b${v} = bp[${v}];
+% else:
+        ${vt} b${v} = ${ldv("bp", "%d" % (v * vw), vw)};
+% endif
+% endfor
+% for r in range(mr):
+% if a_mode == "strided":
+        ${acc} x${r} = ${ld("a%d" % r, "(I)k * a_cs")};
+% else:
+        ${acc} x${r} = ap[${r}];
+% endif
+% for v in range(nv):
+        c${r}_${v} += x${r} * b${v};
+% endfor
+% endfor
+% if b_mode == "packed":
+        bp += ${nv};
+% else:
+        bp += b_rs;
+% endif
+% if a_mode == "packed":
+        ap += ${mr};
+% endif
+    }
+    __global ${dt}* cp = C + c_off + (I)b * c_bs + (I)i0 * c_rs + (I)j0 * c_cs;
+% if vw > 1:
+    if (c_vec && i0 + ${mr} <= M && j0 + ${NR} <= N) {
+% for r in range(mr):
+% for v in range(nv):
+% if dt == "half":
+        if (beta == (${acc})0) ${stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d" % (r, v), vw)};
+        else ${stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d + beta * %s" % (r, v, ldv("cp", "%d * c_rs + %d" % (r, v * vw), vw)), vw)};
+% else:
+        { __global ${dt}${vw}* q = (__global ${dt}${vw}*)(cp + ${r} * c_rs + ${v * vw});
+          *q = (beta == (${acc})0) ? alpha * c${r}_${v} : alpha * c${r}_${v} + beta * (*q); }
+% endif
+% endfor
+% endfor
+        return;
+    }
+% endif
+% for r in range(mr):
+    if (i0 + ${r} < M) {
+% for v in range(nv):
+% for e in range(vw):
+        if (j0 + ${v * vw + e} < N) {
+            I o = ${r} * c_rs + (I)${v * vw + e} * c_cs;
+            ${acc} t = alpha * ${lane("c%d_%d" % (r, v), e)};
+            if (beta != (${acc})0) t += beta * ${ld("cp", "o")};
+            ${st("cp", "o", "t")};
+        }
+% endfor
+% endfor
+    }
+% endfor
+}
+
+% else:
+<%
+    TM = ly * mr
+    TN = lx * nr
+%>
+__kernel __attribute__((reqd_work_group_size(${lx}, ${ly}, 1)))
+void gemm_main(__global const ${dt}* A, I a_off, I a_rs, I a_cs, I a_bs,
+               __global const ${dt}* B, I b_off, I b_rs, I b_cs, I b_bs,
+               __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs,
+               int M, int N, int K, ${acc} alpha, ${acc} beta)
+{
+    __local ${acc} As[${tk}][${TM + 1}];
+    __local ${acc} Bs[${tk}][${TN + 1}];
+    int tx = get_local_id(0), ty = get_local_id(1), b = get_global_id(2);
+    int lid = ty * ${lx} + tx;
+    int jb = get_group_id(0) * ${TN}, ib = get_group_id(1) * ${TM};
+    __global const ${dt}* Ab = A + a_off + (I)b * a_bs;
+    __global const ${dt}* Bb = B + b_off + (I)b * b_bs;
+% for r in range(mr):
+% for c in range(nr):
+    ${acc} c${r}_${c} = (${acc})0;
+% endfor
+% endfor
+    for (int k0 = 0; k0 < K; k0 += ${tk}) {
+        for (int t = lid; t < ${tk * TM}; t += ${lx * ly}) {
+% if a_kfast:
+            int kk = t % ${tk}, ii = t / ${tk};
+% else:
+            int ii = t % ${TM}, kk = t / ${TM};
+% endif
+            int i = ib + ii, k = k0 + kk;
+            As[kk][ii] = (i < M && k < K) ? ${ld("Ab", "(I)i * a_rs + (I)k * a_cs")} : (${acc})0;
+        }
+        for (int t = lid; t < ${tk * TN}; t += ${lx * ly}) {
+% if b_kfast:
+            int kk = t % ${tk}, jj = t / ${tk};
+% else:
+            int jj = t % ${TN}, kk = t / ${TN};
+% endif
+            int j = jb + jj, k = k0 + kk;
+            Bs[kk][jj] = (j < N && k < K) ? ${ld("Bb", "(I)k * b_rs + (I)j * b_cs")} : (${acc})0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < ${tk}; kk++) {
+% for c in range(nr):
+            ${acc} y${c} = Bs[kk][tx + ${c * lx}];
+% endfor
+% for r in range(mr):
+            { ${acc} x = As[kk][ty + ${r * ly}];
+% for c in range(nr):
+              c${r}_${c} += x * y${c};
+% endfor
+            }
+% endfor
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    __global ${dt}* Cb = C + c_off + (I)b * c_bs;
+% for r in range(mr):
+    { int i = ib + ty + ${r * ly};
+      if (i < M) {
+% for c in range(nr):
+        { int j = jb + tx + ${c * lx};
+          if (j < N) {
+            I o = (I)i * c_rs + (I)j * c_cs;
+            ${acc} t = alpha * c${r}_${c};
+            if (beta != (${acc})0) t += beta * ${ld("Cb", "o")};
+            ${st("Cb", "o", "t")};
+          } }
+% endfor
+      } }
+% endfor
+}
+% endif

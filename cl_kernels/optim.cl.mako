@@ -1,0 +1,161 @@
+## Fused optimizer steps: one template for every algorithm of cltorch.optim, in place on parameter and state.
+##
+## Parameters (all fixed at build time; everything that changes per step is a kernel argument):
+##   algo   : "sgd" | "adam" | "rmsprop" | "adagrad" | "adamax" | "nadam" | "radam"
+##   flags  : dict of booleans (wd, maximize, decoupled, amsgrad, momentum, nesterov, centered)
+##   states : names of the per-parameter state tensors, in argument order (e.g. ["exp_avg", "exp_avg_sq"])
+##   scalars: names of the scalar arguments, in argument order (lr, bias corrections, ...)
+##   st, ct : storage and compute OpenCL types ("float"/"double")
+##   slots  : tensors per launch (multi-tensor). Slot s owns work-groups [gs_s, gs_{s+1}); slot 0 starts at 0.
+##   elems  : elements per work-item, strided by the local size so neighbouring work-items touch neighbouring
+##            elements (coalesced on GPUs, vectorisable across work-items on PoCL); no grid-stride loop.
+##
+## Formulas: the pseudo-code of PyTorch's torch.optim documentation (2.x), in the operation order of its
+## single-tensor implementations (lerp for the first moment, eps added after the square root, ...).
+<%namespace name="c" file="common.cl.mako"/>
+${c.preamble([st, ct])}
+<%
+    F = flags
+    sfx = "d" if ct == "double" else "f"
+    one = "1.0" if ct == "double" else "1.0f"
+%>
+## torch.maximum propagates NaN (fmax would drop it)
+#define NANMAX(a, b) nan_max_${sfx}((a), (b))
+
+__kernel void optim_step(
+% for s in range(slots):
+    __global ${st}* p${s}, long po${s}, __global const ${st}* g${s}, long go${s},
+% for k in range(len(states)):
+    __global ${st}* s${k}_${s}, long so${k}_${s},
+% endfor
+    long n${s},
+% if s > 0:
+    int gs${s},
+% endif
+% endfor
+% for name in scalars:
+    ${ct} ${name},
+% endfor
+    int unused_)
+{
+    const int grp = get_group_id(0);
+    __global ${st}* P;
+    __global const ${st}* G;
+% for k in range(len(states)):
+    __global ${st}* S${k};
+% endfor
+    long n;
+    int base;
+% for s in range(slots):
+    ${"if" if s == 0 else "else if"} (${f"grp < gs{s + 1}" if s + 1 < slots else "1"}) {
+        P = p${s} + po${s}; G = g${s} + go${s};
+% for k in range(len(states)):
+        S${k} = s${k}_${s} + so${k}_${s};
+% endfor
+        n = n${s}; base = ${"0" if s == 0 else f"gs{s}"};
+    }
+% endfor
+    const long ls = get_local_size(0);
+    const long i0 = (long)(grp - base) * ls * ${elems} + get_local_id(0);
+% for e in range(elems):
+    {
+    const long i = i0 + ${e} * ls;
+    if (i < n) {
+        ${ct} p = (${ct})P[i];
+        ${ct} g = ${"-" if F["maximize"] else ""}(${ct})G[i];
+<% S = {name: f"S{k}" for k, name in enumerate(states)} %>
+% if algo == "sgd":
+% if F["wd"]:
+        g = g + weight_decay * p;
+% endif
+% if F["momentum"]:
+        ${ct} b = first ? g : (${ct})${S["momentum_buffer"]}[i] * momentum + one_minus_dampening * g;
+        ${S["momentum_buffer"]}[i] = (${st})b;
+% if F["nesterov"]:
+        g = g + momentum * b;
+% else:
+        g = b;
+% endif
+% endif
+        p = p + neg_lr * g;
+% elif algo in ("adam", "nadam", "radam"):
+% if F["wd"]:
+% if F["decoupled"]:
+        p = p * decay;
+% else:
+        g = g + weight_decay * p;
+% endif
+% endif
+        ${ct} m = (${ct})${S["exp_avg"]}[i];
+        m = m + one_minus_beta1 * (g - m);
+        ${ct} v = (${ct})${S["exp_avg_sq"]}[i] * beta2 + one_minus_beta2 * g * g;
+        ${S["exp_avg"]}[i] = (${st})m;
+        ${S["exp_avg_sq"]}[i] = (${st})v;
+% if algo == "adam":
+% if F["amsgrad"]:
+        ${ct} vm = NANMAX((${ct})${S["max_exp_avg_sq"]}[i], v);
+        ${S["max_exp_avg_sq"]}[i] = (${st})vm;
+        ${ct} d = sqrt(vm) / bc2_sqrt + eps;
+% else:
+        ${ct} d = sqrt(v) / bc2_sqrt + eps;
+% endif
+        p = p + neg_step_size * (m / d);
+% elif algo == "nadam":
+        ${ct} d = sqrt(v / bc2) + eps;
+        p = p + coef_grad * (g / d);
+        p = p + coef_avg * (m / d);
+% else:
+        ## radam: rectified when rho_t > 5 (host decides, passes rectify = 0/1)
+        ${ct} bm = m / bc1;
+        if (rectify) {
+            p = p - bm * lr * (bc2_sqrt / (sqrt(v) + eps)) * rect;
+        } else {
+            p = p - bm * lr;
+        }
+% endif
+% elif algo == "rmsprop":
+% if F["wd"]:
+        g = g + weight_decay * p;
+% endif
+        ${ct} sq = (${ct})${S["square_avg"]}[i] * alpha + one_minus_alpha * g * g;
+        ${S["square_avg"]}[i] = (${st})sq;
+% if F["centered"]:
+        ${ct} ga = (${ct})${S["grad_avg"]}[i];
+        ga = ga + one_minus_alpha * (g - ga);
+        ${S["grad_avg"]}[i] = (${st})ga;
+        ${ct} avg = sqrt(sq - ga * ga) + eps;
+% else:
+        ${ct} avg = sqrt(sq) + eps;
+% endif
+% if F["momentum"]:
+        ${ct} b = (${ct})${S["momentum_buffer"]}[i] * momentum + g / avg;
+        ${S["momentum_buffer"]}[i] = (${st})b;
+        p = p + neg_lr * b;
+% else:
+        p = p + neg_lr * (g / avg);
+% endif
+% elif algo == "adagrad":
+% if F["wd"]:
+        g = g + weight_decay * p;
+% endif
+        ${ct} sm = (${ct})${S["sum"]}[i] + g * g;
+        ${S["sum"]}[i] = (${st})sm;
+        p = p + neg_clr * (g / (sqrt(sm) + eps));
+% elif algo == "adamax":
+% if F["wd"]:
+        g = g + weight_decay * p;
+% endif
+        ${ct} m = (${ct})${S["exp_avg"]}[i];
+        m = m + one_minus_beta1 * (g - m);
+        ${ct} u = NANMAX((${ct})${S["exp_inf"]}[i] * beta2, fabs(g) + eps);
+        ${S["exp_avg"]}[i] = (${st})m;
+        ${S["exp_inf"]}[i] = (${st})u;
+        p = p + neg_clr * (m / u);
+% else:
+<% raise ValueError("unknown optimizer algorithm " + algo) %>
+% endif
+        P[i] = (${st})p;
+    }
+    }
+% endfor
+}

@@ -1,0 +1,37 @@
+"""cltorch: PyTorch's frontend on OpenCL. ``import cltorch as torch``; devices ``"cpu"``, ``"cl"``, ``"cl:N"``,
+``"cl:amd"``... See README.md and DESIGN.md."""
+from . import _dtype
+from ._dtype import (dtype, float32, float16, float64, int64, int32, int16, int8, uint8, bool, float, half,  # noqa
+                     double, long, int, short, finfo, iinfo, get_default_dtype, set_default_dtype, promote_types,
+                     result_type as _result_type)
+from ._device import device
+from ._tensor import Tensor, Size
+from . import backend
+from . import ops as _ops  # registers every op and Tensor method
+from .ops.pointwise import *  # noqa: F401,F403
+from .ops.reductions import *  # noqa: F401,F403
+from .ops.views import *  # noqa: F401,F403
+from .ops.creation import *  # noqa: F401,F403
+from . import autograd
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
+from ._dispatch import is_grad_enabled, is_inference_mode_enabled
+from . import cl
+
+__version__ = "0.1.0"
+
+
+def result_type(a, b):
+    """PyTorch's result_type of two tensors or scalars."""
+    return _result_type(a, b)
+
+
+def is_floating_point(t):
+    return t.dtype.is_floating_point
+
+
+def is_nonzero(t):
+    return builtins_bool(t)
+
+
+import builtins as _builtins  # noqa: E402
+builtins_bool = _builtins.bool

@@ -1,0 +1,132 @@
+"""Storage: the flat, typed memory behind one or more tensors.
+
+A ``cpu`` storage is a 1-D numpy array (host memory). Kernels reach it through a zero-copy
+``CL_MEM_USE_HOST_PTR`` buffer on the host's OpenCL CPU device, made once and kept. A ``cl:N``
+storage is a pooled device buffer. The version counter that in-place ops bump lives here, so every
+view of a storage shares it (autograd checks it when a saved tensor is used).
+
+Host reads of a cpu storage first wait for queued kernels (``host_sync``). A storage whose memory has
+been handed to numpy (``from_numpy``, ``.numpy()``) is marked ``exposed``: ops that touch it finish
+before returning, so numpy never sees stale data (DESIGN.md, decision 2).
+"""
+import numpy as np
+
+from . import backend
+
+__all__ = ["Storage"]
+
+
+class Storage:
+    __slots__ = ("device", "dtype", "size", "host", "buf", "_hostbuf", "version", "exposed", "_rt", "_nbytes",
+                 "pinned", "__weakref__")
+
+    def __init__(self, device, dtype, size, host=None, buf=None, rt=None, nbytes=0):
+        self.device = device
+        self.dtype = dtype
+        self.size = size          # elements
+        self.host = host          # numpy 1-D array for cpu storages
+        self.buf = buf            # pooled cl buffer for device storages
+        self._hostbuf = None
+        self.version = 0
+        self.exposed = False
+        self.pinned = False
+        self._rt = rt
+        self._nbytes = nbytes     # accounted device bytes
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def empty(cls, size, dtype, device):
+        size = int(size)
+        if device.type == "cpu":
+            return cls(device, dtype, size, host=np.empty(size, dtype=dtype.np))
+        rt = backend.runtime(device.index)
+        _check_caps(dtype, rt)
+        nbytes = size * dtype.itemsize
+        return cls(device, dtype, size, buf=rt.alloc(nbytes), rt=rt, nbytes=max(nbytes, 1))
+
+    @classmethod
+    def from_host(cls, array, device):
+        """A storage holding a copy of (or, for cpu, sharing) a 1-D contiguous numpy array."""
+        from ._dtype import from_numpy_dtype
+        dtype = from_numpy_dtype(array.dtype)
+        if device.type == "cpu":
+            return cls(device, dtype, array.size, host=array)
+        st = cls.empty(array.size, dtype, device)
+        if array.size:
+            import pyopencl as cl
+            cl.enqueue_copy(st._rt.queue, st.buf, np.ascontiguousarray(array), is_blocking=True)
+        return st
+
+    def __del__(self):
+        if self._nbytes and self._rt is not None:
+            self._rt.release(self._nbytes)
+
+    # ------------------------------------------------------------ access
+    @property
+    def is_host(self):
+        return self.host is not None
+
+    def runtime(self):
+        """The Runtime whose queue runs kernels on this storage."""
+        if self._rt is None:
+            self._rt = backend.cpu_runtime()
+        return self._rt
+
+    def cl_buffer(self):
+        """The cl.Buffer kernels use: the device buffer, or a zero-copy buffer over the host array."""
+        if self.buf is not None:
+            return self.buf
+        hb = self._hostbuf
+        if hb is None:
+            hb = self._hostbuf = self.runtime().host_buffer(self.host)
+        return hb
+
+    def host_sync(self):
+        """Wait for queued kernels that may touch this host storage."""
+        rt = self._rt
+        if rt is not None and rt.pending:
+            rt.synchronize()
+
+    def read(self, offset, count):
+        """``count`` elements from ``offset`` as a new numpy array (waits for the queue)."""
+        if self.host is not None:
+            self.host_sync()
+            return self.host[offset:offset + count].copy()
+        out = np.empty(count, dtype=self.dtype.np)
+        if count:
+            import pyopencl as cl
+            rt = self._rt
+            cl.enqueue_copy(rt.queue, out, self.buf, src_offset=offset * self.dtype.itemsize, is_blocking=True)
+            rt.pending = False
+        return out
+
+    def write(self, array, offset=0):
+        """Copy a contiguous numpy array into this storage at ``offset`` (elements)."""
+        array = np.ascontiguousarray(array, dtype=self.dtype.np)
+        if self.host is not None:
+            self.host_sync()
+            self.host[offset:offset + array.size] = array.reshape(-1)
+            return
+        if array.size:
+            import pyopencl as cl
+            cl.enqueue_copy(self._rt.queue, self.buf, array, dst_offset=offset * self.dtype.itemsize,
+                            is_blocking=True)
+
+
+def _check_caps(dtype, rt):
+    from ._dtype import float16, float64
+    if dtype is float64 and not rt.info.fp64:
+        raise TypeError(f"float64 is not supported on {rt.info.name} (cl:{rt.index}): the device lacks the "
+                        f"cl_khr_fp64 extension")
+    if dtype is float16 and not rt.info.fp16:
+        raise TypeError(f"float16 is not supported on {rt.info.name} (cl:{rt.index}): the device lacks the "
+                        f"cl_khr_fp16 extension")
+
+
+def check_caps(dtype, device):
+    """Raise TypeError naming the device when ``dtype`` needs an extension the device lacks."""
+    if dtype.itemsize == 8 and dtype.is_floating_point or dtype.name == "float16":
+        if device.type == "cpu":
+            _check_caps(dtype, backend.cpu_runtime())
+        else:
+            _check_caps(dtype, backend.runtime(device.index))

@@ -1,0 +1,444 @@
+"""Tensor: metadata (shape, strides, storage offset, dtype, device), Python protocols, host access.
+
+Pure Python: a Tensor is a view (shape, stride, offset in elements) of a :class:`Storage`. Arithmetic
+methods are attached by the op modules in ``cltorch/ops`` through the registry; this file holds only
+what needs no kernel: metadata, views' bookkeeping, conversion to numpy and Python values, repr.
+"""
+import math
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import canonical, device as Device
+from ._storage import Storage
+
+__all__ = ["Tensor", "Size", "contiguous_strides"]
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints with ``numel()``."""
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"cltorch.Size({list(self)})"
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+
+def contiguous_strides(shape):
+    st, acc = [], 1
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(st))
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class Tensor:
+    """A strided view of a storage on a device. See PyTorch's ``torch.Tensor``."""
+
+    __slots__ = ("_storage", "_shape", "_stride", "_offset", "dtype", "device", "_requires_grad", "grad",
+                 "grad_fn", "_retains_grad", "_hooks", "_base", "_output_nr", "_post_acc_hooks",
+                 "__weakref__", "__dict__")
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kw):
+        raise TypeError("use cltorch.tensor(...), cltorch.empty(...) or another factory to make a Tensor")
+
+    @classmethod
+    def _make(cls, storage, shape, stride=None, offset=0, requires_grad=False):
+        t = object.__new__(cls)
+        t._storage = storage
+        t._shape = tuple(shape)
+        t._stride = contiguous_strides(shape) if stride is None else tuple(stride)
+        t._offset = offset
+        t.dtype = storage.dtype
+        t.device = storage.device
+        t._requires_grad = requires_grad
+        t.grad = None
+        t.grad_fn = None
+        t._retains_grad = False
+        t._hooks = None
+        t._base = None
+        t._output_nr = 0
+        t._post_acc_hooks = None
+        return t
+
+    @classmethod
+    def _empty(cls, shape, dtype, device):
+        shape = tuple(shape)
+        return cls._make(Storage.empty(_prod(shape), dtype, device), shape)
+
+    def _view(self, shape, stride, offset):
+        """A tensor sharing this storage (no autograd bookkeeping; ops/views.py records that)."""
+        t = Tensor._make(self._storage, shape, stride, offset)
+        t._base = self if self._base is None else self._base
+        return t
+
+    def _runtime(self):
+        return self._storage.runtime()
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self):
+        return Size(self._shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[self._wrap(dim)]
+
+    def stride(self, dim=None):
+        if dim is None:
+            return self._stride
+        return self._stride[self._wrap(dim)]
+
+    def dim(self):
+        return len(self._shape)
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def numel(self):
+        return _prod(self._shape)
+
+    nelement = numel
+
+    def storage_offset(self):
+        return self._offset
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.numel() * self.dtype.itemsize
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_cpu(self):
+        return self.device.type == "cpu"
+
+    @property
+    def is_cl(self):
+        return self.device.type == "cl"
+
+    @property
+    def is_sparse(self):
+        return False
+
+    @property
+    def layout(self):
+        return "strided"
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    def get_device(self):
+        return -1 if self.device.type == "cpu" else self.device.index
+
+    def data_ptr(self):
+        if self._storage.host is not None:
+            return self._storage.host.ctypes.data + self._offset * self.dtype.itemsize
+        return id(self._storage) * 1024 + self._offset * self.dtype.itemsize
+
+    def untyped_storage(self):
+        return self._storage
+
+    def _wrap(self, dim, ndim=None):
+        n = len(self._shape) if ndim is None else ndim
+        lo, hi = (-1, 0) if n == 0 else (-n, n - 1)
+        if not isinstance(dim, int):
+            raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+        if dim < lo or dim > hi:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+        return dim % n if n else 0
+
+    def is_contiguous(self, memory_format=None):
+        acc = 1
+        for s, st in zip(reversed(self._shape), reversed(self._stride)):
+            if s != 1 and st != acc:
+                return False
+            acc *= s
+        return True
+
+    def _is_dense(self):
+        """True when the elements fill a contiguous span in some order (a permutation of contiguous)."""
+        dims = sorted((st, s) for s, st in zip(self._shape, self._stride) if s != 1)
+        acc = 1
+        for st, s in dims:
+            if st != acc:
+                return False
+            acc *= s
+        return True
+
+    def _overlaps(self):
+        """True when two indices may reach the same element (a stride-0 or overlapping expand)."""
+        dims = sorted((st, s) for s, st in zip(self._shape, self._stride) if s != 1)
+        reach = 0
+        for st, s in dims:
+            if st <= reach:
+                return True
+            reach += st * (s - 1)
+        return False
+
+    # ------------------------------------------------------------------ autograd flags
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if value and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if not value and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def data(self):
+        t = Tensor._make(self._storage, self._shape, self._stride, self._offset)
+        return t
+
+    @data.setter
+    def data(self, other):
+        self._storage, self._shape, self._stride, self._offset = \
+            other._storage, other._shape, other._stride, other._offset
+        self.dtype, self.device = other.dtype, other.device
+
+    @property
+    def _version(self):
+        return self._storage.version
+
+    @property
+    def is_inference(self):
+        return False
+
+    # ------------------------------------------------------------------ host access
+    def _host_view(self):
+        """A numpy array with this tensor's values. Shares memory for cpu tensors; a copy for device ones."""
+        st = self._storage
+        isz = self.dtype.itemsize
+        if st.host is not None:
+            st.host_sync()
+            base = st.host
+            return np.lib.stride_tricks.as_strided(base[self._offset:] if base.size else base, self._shape,
+                                                   [s * isz for s in self._stride])
+        if self.numel() == 0:
+            return np.empty(self._shape, self.dtype.np)
+        span = 1 + sum((s - 1) * st_ for s, st_ in zip(self._shape, self._stride))
+        flat = st.read(self._offset, span)
+        return np.lib.stride_tricks.as_strided(flat, self._shape, [s * isz for s in self._stride]).copy()
+
+    def _to_numpy_copy(self):
+        a = self._host_view()
+        return np.array(a, copy=True) if self._storage.host is not None else a
+
+    def numpy(self, force=False):
+        """The values as a numpy array. For a cpu tensor it shares memory, as in PyTorch."""
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        if self.device.type != "cpu":
+            if force:
+                return self._host_view()
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
+                            "the tensor to host memory first.")
+        self._storage.exposed = True
+        a = self._host_view()
+        if self.dtype is D.bool:
+            a = a.view(np.bool_)
+        return a
+
+    def tolist(self):
+        a = self._host_view()
+        if self.dtype is D.bool:
+            a = a.astype(bool)
+        return a.tolist()
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        v = self._host_view().reshape(-1)[0]
+        if self.dtype is D.bool:
+            return bool(v)
+        return v.item()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.detach().cpu().numpy() if self.device.type != "cpu" else self._host_view()
+        if self.dtype is D.bool:
+            a = a.astype(np.bool_)
+        return a.astype(dtype) if dtype is not None else a
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __format__(self, spec):
+        if self.dim() == 0 or (spec and self.numel() == 1):
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, proto):
+        from .serialization import _reduce_tensor
+        return _reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        with _no_grad():
+            t = self.clone()
+        t._requires_grad = self._requires_grad
+        if self.grad is not None:
+            t.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
+    # ------------------------------------------------------------------ pinned memory
+    def is_pinned(self):
+        return self._storage.pinned
+
+    def pin_memory(self):
+        """A cpu copy in page-locked OpenCL host memory (CL_MEM_ALLOC_HOST_PTR), for non_blocking copies."""
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.device}' memory: only cpu tensors can be pinned")
+        if self._storage.pinned:
+            return self
+        from . import backend
+        rt = backend.cpu_runtime()
+        n = self.numel()
+        buf, raw = rt.pinned_buffer(n * self.dtype.itemsize)
+        arr = raw[:n * self.dtype.itemsize].view(self.dtype.np)
+        arr[...] = np.ascontiguousarray(self._host_view()).reshape(-1)
+        st = Storage(self.device, self.dtype, n, host=arr)
+        st._hostbuf = buf
+        st.pinned = True
+        return Tensor._make(st, self._shape)
+
+    # ------------------------------------------------------------------ repr
+    def __repr__(self):
+        return _format(self)
+
+    __str__ = __repr__
+
+
+class _no_grad:
+    def __enter__(self):
+        from ._dispatch import set_grad_enabled_raw
+        self.prev = set_grad_enabled_raw(False)
+
+    def __exit__(self, *a):
+        from ._dispatch import set_grad_enabled_raw
+        set_grad_enabled_raw(self.prev)
+
+
+def _format(t):
+    a = t._host_view()
+    if t.dtype is D.bool:
+        body = np.array2string(a.astype(bool), separator=", ", prefix="tensor(",
+                               formatter={"bool": lambda v: "True" if v else "False"})
+    elif t.dtype.is_floating_point:
+        fin = a[np.isfinite(a)] if a.size else a
+        if fin.size and np.all(fin == np.round(fin)) and np.abs(fin).max() < 1e8:
+            fmt = lambda v: (f"{v:.0f}." if np.isfinite(v) else str(v).replace("inf", "inf"))  # noqa: E731
+        else:
+            big = fin.size and (np.abs(fin).max() >= 1e8 or (np.abs(fin[fin != 0]).min() < 1e-4
+                                                              if (fin != 0).any() else False))
+            fmt = (lambda v: f"{v:.4e}") if big else (lambda v: f"{v:.4f}")
+        body = np.array2string(a, separator=", ", prefix="tensor(", formatter={"float_kind": fmt},
+                               threshold=1000, edgeitems=3)
+    else:
+        body = np.array2string(a, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
+    extras = []
+    if t.device.type != "cpu":
+        extras.append(f"device='{t.device}'")
+    default_dt = {D.get_default_dtype(), D.int64, D.bool}
+    if t.dtype not in default_dt or (t.numel() == 0 and t.dtype is not D.get_default_dtype()):
+        extras.append(f"dtype={t.dtype!r}")
+    if t.numel() == 0 and t.dim() != 1:
+        extras.append(f"size={tuple(t.shape)}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+# re-exported helpers used by factories
+def _canonical(d):
+    return canonical(d)
+
+
+Device = Device
+math = math

@@ -1,0 +1,312 @@
+"""The GEMM launcher: ``C[b] = alpha * A[b] @ B[b] + beta * C[b]`` on one OpenCL device.
+
+This module knows buffers, element offsets and strides, not Tensors; the matmul family of ops
+(``matmul``, ``mm``, ``bmm``, ``addmm``, ``baddbmm``, ``linear``, ...) lowers to :func:`gemm`.
+
+Kernel: ``cl_kernels/gemm.cl.mako``. Two code paths, chosen by the device profile's ``[gemm]`` table:
+
+* ``local = 0`` (CPU devices): register blocking without local memory, a BLIS-style micro-kernel (Van Zee
+  and van de Geijn, ACM TOMS 41(3), 2015). Each work-item keeps an ``mr x (nv*vw)`` block of C in
+  vector registers and walks all of K. B is read either in place (``direct``: contiguous rows, aligned)
+  or from a panel buffer made by a small pack kernel (``packed``: ``[N/nr][K][nr]``, zero padded, so
+  the k loop reads consecutive aligned vectors and edge columns need no test). A is read through its
+  strides (``strided``) or from a panel buffer (``packed``). Packing costs O(MK + KN) against the
+  O(MNK) product, and is how transposed or otherwise strided operands reach the fast layout.
+* ``local = 1`` (GPUs): work-group tiles of A and B staged in local memory, each work-item
+  accumulating an ``mr x nr`` register tile (Volkov and Demmel, SC 2008). Operands are read through
+  their strides.
+
+Profile layout (``devices/*.toml``)::
+
+    [gemm]
+    local = 0
+    sizes = [            # fp32 and fp16; the first row whose `upto` >= cbrt(M*N*K) is used
+      { upto = 384, mr = 6, nv = 2, vw = 8, lx = 8, ly = 8, a_mode = "strided", b_mode = "auto" },
+      ...
+    ]
+    sizes_f64 = [ ... ]  # the same for float64 (falls back to `sizes` with the vector width halved)
+
+``b_mode = "auto"`` reads B in place when that is allowed (unit column stride, ``N % nr == 0``,
+aligned offset and strides) and packs it otherwise. For ``local = 1`` a row holds ``lx, ly, mr, nr, tk``.
+
+Every kernel and every launch plan is cached: a repeated call with the same shapes and strides costs a
+dict lookup plus the enqueues (a few microseconds each). Nothing here waits for the device.
+"""
+import math
+
+import numpy as np
+
+__all__ = ["gemm", "GemmError", "choose_config", "clear_cache"]
+
+_TEMPLATE = "gemm.cl.mako"
+
+_I32 = np.int32
+_I64 = np.int64
+_INT_MAX = 2 ** 31 - 1
+
+# Used when no profile has a [gemm] table (and to fill keys a profile row leaves out).
+_DEFAULT_REG = {"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8, "a_mode": "strided", "b_mode": "auto",
+                "ku": 0, "pack_local": 64}
+_DEFAULT_LOCAL = {"lx": 16, "ly": 16, "mr": 4, "nr": 4, "tk": 16}
+
+# The template is rendered with strict_undefined, so the other path's names get fixed dummy values.
+_UNUSED_REG = {"lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0}
+_UNUSED_LOCAL = {"nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0}
+
+_DTYPES = {np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
+           np.dtype(np.float16): ("half", "float")}
+
+
+class GemmError(ValueError):
+    """Bad arguments to :func:`gemm` (negative sizes, unsupported dtype, malformed descriptor)."""
+
+
+_plans = {}
+
+
+def clear_cache():
+    """Forget every launch plan (kernels stay cached in their Runtime)."""
+    _plans.clear()
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _round_up(a, b):
+    return _cdiv(a, b) * b
+
+
+def _row_for(table, size):
+    for row in table:
+        if row.get("upto", math.inf) >= size:
+            return row
+    return table[-1]
+
+
+def choose_config(profile, dtype, M, N, K):
+    """The profile row used for an ``M x N x K`` product of ``dtype`` (a dict of template values).
+
+    ``profile`` is a Runtime's merged profile. Rows are looked up by ``cbrt(M*N*K)``.
+    """
+    dtype = np.dtype(dtype)
+    g = profile.get("gemm", {}) if profile is not None else {}
+    local = int(g.get("local", 0))
+    size = float(max(M, 1) * max(N, 1) * max(K, 1)) ** (1.0 / 3.0)
+    halve = False
+    table = None
+    if dtype == np.float64:
+        table = g.get("sizes_f64")
+        if not table:
+            halve = True
+    if not table:
+        table = g.get("sizes") or [{}]
+    base = _DEFAULT_LOCAL if local else _DEFAULT_REG
+    cfg = dict(base)
+    cfg.update(_row_for(table, size))
+    cfg.pop("upto", None)
+    cfg["local"] = local
+    if halve and not local:
+        cfg["vw"] = max(1, int(cfg["vw"]) // 2)
+    return cfg
+
+
+def _check_desc(name, d):
+    if not isinstance(d, (tuple, list)) or len(d) != 5:
+        raise GemmError(f"gemm: operand {name} must be (buffer, offset, row_stride, col_stride, batch_stride), "
+                        f"got {d!r}")
+    buf, off, rs, cs, bs = d
+    return buf, int(off), int(rs), int(cs), int(bs)
+
+
+def _extent(off, batch, bs, rows, rs, cols, cs):
+    """Largest element index an operand touches (plus one)."""
+    return off + max(batch - 1, 0) * bs + max(rows - 1, 0) * rs + max(cols - 1, 0) * cs + 1
+
+
+def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32):
+    """Enqueue ``C[b] = alpha * A[b] @ B[b] + beta * C[b]`` for ``b < batch`` on ``rt``'s queue.
+
+    Arguments:
+        rt: a ``cltorch.backend.Runtime``.
+        M, N, K: A is ``M x K``, B is ``K x N``, C is ``M x N`` (each per batch entry); 0 is allowed.
+        A, B, C: descriptors ``(buffer, offset, row_stride, col_stride, batch_stride)``, all in elements
+            of ``dtype``; element ``(b, i, j)`` of an operand is ``buffer[offset + b*batch_stride +
+            i*row_stride + j*col_stride]``. Strides may be anything non-negative (0 broadcasts), so
+            transposed and sliced operands are passed as they are, with no copy by the caller. C must not
+            overlap A or B, and C's elements must not overlap each other.
+        alpha, beta: scalars. When ``beta == 0`` C is not read (NaN or Inf in C do not propagate), as
+            in BLAS and ``torch.addmm``.
+        batch: number of independent products.
+        dtype: numpy dtype of all three operands: float32, float64 (device needs fp64), or float16
+            (read and written with ``vload_half``/``vstore_half_rte``, accumulated in float32).
+
+    Returns nothing and does not wait: the work is queued in order on ``rt.queue``. Temporary panel
+    buffers come from ``rt.alloc`` and go back to the pool once queued (safe on the in-order queue).
+
+    Raises GemmError on negative sizes, a malformed descriptor or an unsupported dtype.
+    """
+    dt = np.dtype(dtype)
+    a_buf, a_off, a_rs, a_cs, a_bs = _check_desc("A", A)
+    b_buf, b_off, b_rs, b_cs, b_bs = _check_desc("B", B)
+    c_buf, c_off, c_rs, c_cs, c_bs = _check_desc("C", C)
+    key = (rt, dt.char, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs,
+           b_off & 15, c_off & 15)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _Plan(rt, dt, M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
+                                   (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs))
+    plan.run(a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta)
+
+
+class _Plan:
+    """Kernels, launch geometry and temporary-buffer sizes for one shape/stride signature."""
+
+    def __init__(self, rt, dt, M, N, K, batch, a, b, c):
+        if dt not in _DTYPES:
+            raise GemmError(f"gemm: unsupported dtype {dt}; expected float32, float64 or float16")
+        for n, v in (("M", M), ("N", N), ("K", K), ("batch", batch)):
+            if int(v) != v or v < 0:
+                raise GemmError(f"gemm: {n} must be a non-negative integer, got {v!r}")
+        for name, d in (("A", a), ("B", b), ("C", c)):
+            if min(d) < 0:
+                raise GemmError(f"gemm: operand {name} has a negative offset or stride: {d}")
+        self.rt = rt
+        self.noop = M == 0 or N == 0 or batch == 0
+        if self.noop:
+            return
+        dts, acc = _DTYPES[dt]
+        self.launch_list = []
+        cfg = choose_config(rt.profile, dt, M, N, K)
+        self.cfg = cfg
+        esize = dt.itemsize
+        asize = np.dtype(np.float64 if acc == "double" else np.float32).itemsize
+        a_off, a_rs, a_cs, a_bs = a
+        b_off, b_rs, b_cs, b_bs = b
+        c_off, c_rs, c_cs, c_bs = c
+        big = max(_extent(a_off, batch, a_bs, M, a_rs, K, a_cs), _extent(b_off, batch, b_bs, K, b_rs, N, b_cs),
+                  _extent(c_off, batch, c_bs, M, c_rs, N, c_cs)) > _INT_MAX
+        scal = np.float64 if acc == "double" else np.float32
+        self.scal = scal
+        if cfg["local"]:
+            self._init_local(rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal)
+        else:
+            self._init_reg(rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal)
+
+    # ----------------------------------------------------------------- register-blocked (CPU)
+    def _init_reg(self, rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal):
+        a_off, a_rs, a_cs, a_bs = a
+        b_off, b_rs, b_cs, b_bs = b
+        c_off, c_rs, c_cs, c_bs = c
+        mr = max(1, min(int(cfg["mr"]), M))
+        vw = int(cfg["vw"])
+        nv = int(cfg["nv"])
+        while nv > 1 and (nv - 1) * vw >= N:      # narrow C: fewer vectors per row
+            nv -= 1
+        nr = nv * vw
+        a_mode = cfg["a_mode"]
+        b_mode = cfg["b_mode"]
+        direct_ok = (b_cs == 1 or K <= 1) and N % nr == 0 and b_rs % vw == 0 and b_off % vw == 0 and \
+            (batch == 1 or b_bs % vw == 0)
+        if b_mode == "auto":
+            b_mode = "direct" if direct_ok else "packed"
+        elif b_mode == "direct" and not direct_ok:
+            b_mode = "packed"
+        if K == 0:                                # nothing is read: skip packing
+            a_mode, b_mode = "strided", "packed" if not direct_ok else "direct"
+        Mp, Np = _cdiv(M, mr), _cdiv(N, nr)
+        ap_bs = Mp * mr * K
+        bp_bs = Np * nr * K
+        if a_mode == "packed" and batch * ap_bs > _INT_MAX or b_mode == "packed" and batch * bp_bs > _INT_MAX:
+            big = True
+        idx = "long" if big else "int"
+        it = _I64 if big else _I32
+        params = dict(dt=dts, acc=acc, idx=idx, use_local=0, mr=mr, nv=nv, vw=vw, a_mode=a_mode, b_mode=b_mode,
+                      ku=int(cfg.get("ku", 0)), **_UNUSED_REG)
+        self.params = params
+        self.steps = []   # (kernel, gsize, lsize, arg builder)
+        pl = int(cfg.get("pack_local", 64))
+        self.tmp = []     # (slot, nbytes)
+        if a_mode == "packed" and K > 0:
+            k = rt.kernel(_TEMPLATE, "gemm_pack_a", [None, it, it, it, it, _I32, _I32, None, it], **params)
+            n0 = K * mr
+            l0 = min(pl, n0)
+            self.steps.append(("pack_a", k, (_round_up(n0, l0), Mp, batch), (l0, 1, 1),
+                               (a_rs, a_cs, a_bs, M, K, ap_bs)))
+            self.tmp.append(("ap", batch * ap_bs * asize))
+        if b_mode == "packed" and K > 0:
+            k = rt.kernel(_TEMPLATE, "gemm_pack_b", [None, it, it, it, it, _I32, _I32, None, it], **params)
+            n0 = K * nr
+            l0 = min(pl, n0)
+            self.steps.append(("pack_b", k, (_round_up(n0, l0), Np, batch), (l0, 1, 1),
+                               (b_rs, b_cs, b_bs, K, N, bp_bs)))
+            self.tmp.append(("bp", batch * bp_bs * asize))
+        km = rt.kernel(_TEMPLATE, "gemm_main",
+                       [None, it, it, it, it, None, it, it, it, None, it, it, it, it, _I32, _I32, _I32, _I32,
+                        scal, scal], **params)
+        lx = max(1, min(int(cfg["lx"]), Mp))
+        ly = max(1, min(int(cfg["ly"]), Np))
+        c_vec = int(vw > 1 and (c_cs == 1 or N == 1) and c_rs % vw == 0 and c_off % vw == 0 and
+                    (batch == 1 or c_bs % vw == 0))
+        self.main = (km, (_round_up(Mp, lx), _round_up(Np, ly), batch), (lx, ly, 1))
+        self.a_mode, self.b_mode = a_mode, b_mode
+        self.a_strides = (a_rs, a_cs, a_bs)
+        self.b_strides = (b_rs, b_bs)
+        self.c_rest = (c_rs, c_cs, c_bs, c_vec, M, N, K)
+        self.ap_bs, self.bp_bs = ap_bs, bp_bs
+        self.run = self._run_reg
+
+    def _run_reg(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
+        rt = self.rt
+        q = rt.queue
+        rt.pending = True
+        tmps = {}
+        for slot, nbytes in self.tmp:
+            tmps[slot] = rt.alloc(nbytes)
+        for name, k, gs, ls, rest in self.steps:
+            if name == "pack_a":
+                k(q, gs, ls, a_buf, a_off, *rest[:5], tmps["ap"], rest[5])
+            else:
+                k(q, gs, ls, b_buf, b_off, *rest[:5], tmps["bp"], rest[5])
+        km, gs, ls = self.main
+        if self.a_mode == "packed":
+            a_args = (tmps["ap"], 0, 0, 0, self.ap_bs)
+        else:
+            a_args = (a_buf, a_off) + self.a_strides
+        if self.b_mode == "packed":
+            b_args = (tmps.get("bp", c_buf), 0, 0, self.bp_bs)
+        else:
+            b_args = (b_buf, b_off) + self.b_strides
+        km(q, gs, ls, *a_args, *b_args, c_buf, c_off, *self.c_rest, alpha, beta)
+        for slot, nbytes in self.tmp:
+            rt.release(nbytes)
+
+    # ----------------------------------------------------------------- local-memory tiles (GPU)
+    def _init_local(self, rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal):
+        lx, ly, mr, nr, tk = (int(cfg[k]) for k in ("lx", "ly", "mr", "nr", "tk"))
+        lmem = getattr(rt.info, "local_mem", 0) or 32768
+        while tk > 1 and tk * (ly * mr + 1 + lx * nr + 1) * asize > lmem:
+            tk //= 2
+        idx = "long" if big else "int"
+        it = _I64 if big else _I32
+        params = dict(dt=dts, acc=acc, idx=idx, use_local=1, lx=lx, ly=ly, mr=mr, nr=nr, tk=tk,
+                      a_kfast=int(a[2] == 1), b_kfast=int(b[1] == 1), **_UNUSED_LOCAL)
+        self.params = params
+        km = rt.kernel(_TEMPLATE, "gemm_main",
+                       [None, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32, _I32, _I32,
+                        scal, scal], **params)
+        gs = (_cdiv(N, lx * nr) * lx, _cdiv(M, ly * mr) * ly, batch)
+        self.main = (km, gs, (lx, ly, 1))
+        self.a_strides, self.b_strides, self.c_strides = a[1:], b[1:], c[1:]
+        self.mnk = (M, N, K)
+        self.run = self._run_local
+
+    def _run_local(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
+        rt = self.rt
+        rt.pending = True
+        km, gs, ls = self.main
+        km(rt.queue, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides,
+           c_buf, c_off, *self.c_strides, *self.mnk, alpha, beta)
+
+    def run(self, *args):        # replaced per instance; a no-op plan does nothing
+        return None

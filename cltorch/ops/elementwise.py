@@ -1,0 +1,182 @@
+"""The strided elementwise launcher: one template (``cl_kernels/elementwise.cl.mako``) for every pointwise op.
+
+``pointwise(expr, operands, out_dtype, compute)`` broadcasts the tensor operands, collapses dims that
+are contiguous with each other for every operand, and launches the kernel keyed by the expression,
+the operand dtypes, the output dtype and the collapsed rank (0 = the contiguous fast path). Shapes,
+strides and offsets are runtime arguments, so one program serves every shape of a signature.
+
+Python scalars become kernel arguments; a 0-d cpu tensor mixes with any device (PyTorch's rule) and is
+read as a scalar. Tensors on two different devices raise RuntimeError naming both.
+"""
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, contiguous_strides
+
+__all__ = ["pointwise", "broadcast_shapes", "common_device", "as_operand", "sync_if_exposed"]
+
+_NP_SCALAR = {"float": np.float32, "double": np.float64, "half": np.float32, "long": np.int64, "int": np.int32,
+              "short": np.int16, "char": np.int8, "uchar": np.uint8}
+
+
+def broadcast_shapes(*shapes):
+    """PyTorch's broadcast rule; raises RuntimeError naming both shapes on a mismatch."""
+    out = ()
+    for s in shapes:
+        s = tuple(s)
+        if s == out:
+            continue
+        nd = max(len(out), len(s))
+        a = (1,) * (nd - len(out)) + out
+        b = (1,) * (nd - len(s)) + s
+        res = []
+        for j, (x, y) in enumerate(zip(a, b)):
+            if x == y or y == 1:
+                res.append(x)
+            elif x == 1:
+                res.append(y)
+            else:
+                raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                                   f"non-singleton dimension {j}: shapes {list(out)} and {list(s)} are not "
+                                   "broadcastable")
+        out = tuple(res)
+    return out
+
+
+def common_device(tensors):
+    """The device of the operands: 0-d cpu tensors adapt to the others; two other devices raise."""
+    dev = None
+    for t in tensors:
+        if t.device.type == "cpu" and not t._shape:
+            continue
+        if dev is None:
+            dev = t.device
+        elif t.device != dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{dev} and {t.device}!")
+    return dev if dev is not None else tensors[0].device
+
+
+def as_operand(x, dev):
+    """A 0-d cpu tensor used with another device becomes a Python scalar."""
+    if isinstance(x, Tensor) and x.device != dev and x.device.type == "cpu" and not x._shape:
+        return x.item()
+    return x
+
+
+def _collapse(shape, strides_list):
+    """Drop size-1 dims and merge adjacent dims contiguous for every operand. Returns (shape, strides_list)."""
+    dims = [i for i, s in enumerate(shape) if s != 1]
+    if not dims:
+        return (), [() for _ in strides_list]
+    sh = [shape[dims[0]]]
+    sts = [[st[dims[0]]] for st in strides_list]
+    for i in dims[1:]:
+        s = shape[i]
+        if all(st[-1] == st_full[i] * s for st, st_full in zip(sts, strides_list)):
+            sh[-1] *= s
+            for st, st_full in zip(sts, strides_list):
+                st[-1] = st_full[i]
+        else:
+            sh.append(s)
+            for st, st_full in zip(sts, strides_list):
+                st.append(st_full[i])
+    return tuple(sh), [tuple(st) for st in sts]
+
+
+def _bstrides(t, shape):
+    """t's strides broadcast to ``shape`` (0 for broadcast dims)."""
+    nd = len(shape)
+    off = nd - len(t._shape)
+    st = [0] * nd
+    for i, (s, v) in enumerate(zip(t._shape, t._stride)):
+        st[off + i] = v if s != 1 else 0
+    return st
+
+
+_kernels = {}
+
+
+def sync_if_exposed(storages):
+    for st in storages:
+        if st.exposed and st.host is not None:
+            st.runtime().synchronize()
+            return
+
+
+def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, shape=None):
+    """Launch ``out = expr(x0, x1, ...)`` elementwise.
+
+    operands: Tensors and Python scalars; ``x{i}`` in ``expr`` is operand i cast to ``compute`` (a dtype),
+    or to ``op_compute[i]`` when given. out_dtype: the output dtype (bool outputs store ``expr != 0``).
+    out: an existing tensor to write (its shape must equal the broadcast shape), else a new one.
+    Returns the output tensor.
+    """
+    tens = [x for x in operands if isinstance(x, Tensor)]
+    if out is not None:
+        dev = out.device
+        for t in tens:
+            if t.device != dev and not (t.device.type == "cpu" and not t._shape):
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                                   f"devices, {dev} and {t.device}!")
+    else:
+        dev = common_device(tens) if tens else None
+    ops = [as_operand(x, dev) for x in operands]
+    tens = [x for x in ops if isinstance(x, Tensor)]
+    if shape is None:
+        shape = broadcast_shapes(*[t._shape for t in tens]) if tens else ()
+    if out is None:
+        out = Tensor._empty(shape, out_dtype, dev)
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0:
+        return out
+    cts = op_compute or [compute] * len(ops)
+    spec = []
+    for x, ct in zip(ops, cts):
+        if isinstance(x, Tensor):
+            spec.append(("t", x.dtype.cl, ct.cl))
+        else:
+            spec.append(("s", ct.cl, ct.cl))
+    # strides: output first, then tensor operands
+    strides = [_bstrides(out, shape)] + [_bstrides(t, shape) for t in tens]
+    cshape, cstr = _collapse(shape, strides)
+    rank = len(cshape)
+    if rank <= 1 and all((len(s) == 0 or s[0] == 1) for s in cstr):
+        rank = 0
+    rt = out._storage.runtime()
+    key = (expr, tuple(spec), out_dtype.cl, out_dtype is D.bool, rank, rt.index)
+    entry = _kernels.get(key)
+    if entry is None:
+        types = {out_dtype.cl} | {s[1] for s in spec} | {s[2] for s in spec}
+        argd = [None, np.int64]
+        for kind, st, ct in spec:
+            argd += [None, np.int64] if kind == "t" else [_NP_SCALAR[ct]]
+        argd += [np.int64] * (1 + rank + rank * (1 + len(tens)))
+        k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=out_dtype.cl,
+                      expr=expr, rank=rank, to_bool=out_dtype is D.bool, types=tuple(sorted(types)))
+        ls = rt.profile.get_value("elementwise", "local_size", 64)
+        entry = _kernels[key] = (k, ls)
+    k, ls = entry
+    args = [out._storage.cl_buffer(), out._offset]
+    for x, (kind, st, ct) in zip(ops, spec):
+        if kind == "t":
+            args += [x._storage.cl_buffer(), x._offset]
+        else:
+            args.append(x)
+    args.append(n)
+    if rank:
+        args += list(cshape)
+        for d in range(rank):
+            for st in cstr:
+                args.append(st[d])
+    gs = ((n + ls - 1) // ls) * ls
+    rt.launch(k, (gs,), (ls,), *args)
+    if out._storage.host is not None or any(t._storage.host is not None for t in tens):
+        rt.synchronize()   # cpu tensors: synchronous, so numpy views and host memory are never stale
+    return out
+
+
+def contiguous_like(shape):
+    return contiguous_strides(shape)

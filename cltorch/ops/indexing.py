@@ -1,0 +1,1 @@
+"""Advanced indexing, gather/scatter, joins, sort and scan (to be completed)."""

@@ -1,0 +1,161 @@
+"""The reduction launcher: one template (``cl_kernels/reduction.cl.mako``) for every reduction.
+
+``reduce(x, dim, keepdim, ...)`` takes map, combine and finish expressions over any set of dims. The
+kept dims and the reduced dims are each collapsed; work-item (o, c) reduces every C-th element of
+output o, so when few outputs exist (a full reduction) the work splits into C interleaved partial
+accumulators and a second pass combines them. Arg-reductions carry (value, index) pairs; ties go to
+the lower index, so ``max(dim)`` returns the first index, as PyTorch does.
+"""
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor
+from .elementwise import _collapse
+
+__all__ = ["reduce", "normalize_dims"]
+
+
+def normalize_dims(dim, ndim):
+    """A sorted tuple of non-negative dims. None or () means all dims. IndexError for out of range,
+    RuntimeError for a repeated dim (PyTorch's errors)."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        dims = list(dim)
+        if not dims:
+            return tuple(range(ndim))
+    else:
+        dims = [dim]
+    out = []
+    n = max(ndim, 1)
+    for d in dims:
+        d = int(d)
+        if d < -n or d >= n:
+            lo, hi = -n, n - 1
+            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {d})")
+        d %= n
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    if ndim == 0:
+        return ()
+    return tuple(sorted(out))
+
+
+_kernels = {}
+
+
+def _kernel(rt, in_dt, map_dt, acc_dt, out_dt, map_expr, combine, identity, finish, better, arg_in, rk, rr, last):
+    key = (rt.index, in_dt.cl, map_dt.cl, acc_dt.cl, out_dt.cl, map_expr, combine, identity, finish, better, arg_in,
+           rk, rr, last)
+    k = _kernels.get(key)
+    if k is None:
+        arg = better is not None
+        argd = [None, np.int64] + ([None, np.int64] if arg else []) + [None, np.int64] + \
+               ([None, np.int64] if arg_in else []) + [np.int64] * (4 + 2 * rk + 2 * rr)
+        types = tuple(sorted({in_dt.cl, map_dt.cl, acc_dt.cl, out_dt.cl}))
+        k = rt.kernel("reduction.cl.mako", "red", argd, in_type=in_dt.cl, map_type=map_dt.cl, acc_type=acc_dt.cl,
+                      out_type=out_dt.cl, map_expr=map_expr, combine=combine or "a", identity=identity,
+                      finish=finish, arg=arg, better=better or "0", arg_in=arg_in, rk=rk, rr=rr, last=last,
+                      types=types)
+        _kernels[key] = k
+    return k
+
+
+def reduce(x, dim=None, keepdim=False, *, map_expr="x", combine="a + b", identity="0", finish="acc",
+           acc_dtype=None, out_dtype=None, map_dtype=None, better=None, name="reduce"):
+    """Reduce ``x`` over ``dim`` (int, tuple or None for all).
+
+    acc = identity; for each element x (cast to map_dtype): b = map_expr; a = combine (or, with
+    ``better``, keep (b, index) when the predicate over b, bi, a, ai holds). The result is ``finish``
+    over ``acc`` and ``nred`` (the number of reduced elements), cast to out_dtype. Returns the output,
+    or (values, indices) when ``better`` is given.
+    """
+    acc_dtype = acc_dtype or x.dtype
+    out_dtype = out_dtype or acc_dtype
+    map_dtype = map_dtype or acc_dtype
+    nd = x.dim()
+    dims = normalize_dims(dim, nd)
+    kept = [d for d in range(nd) if d not in dims]
+    if keepdim:
+        oshape = tuple(1 if d in dims else s for d, s in enumerate(x._shape))
+    else:
+        oshape = tuple(x._shape[d] for d in kept)
+    kshape, (kstr,) = _collapse(tuple(x._shape[d] for d in kept), [tuple(x._stride[d] for d in kept)])
+    rshape, (rstr,) = _collapse(tuple(x._shape[d] for d in dims), [tuple(x._stride[d] for d in dims)])
+    M = 1
+    for s in oshape:
+        M *= s
+    R = 1
+    for d in dims:
+        R *= x._shape[d]
+    arg = better is not None
+    out = Tensor._empty(oshape, out_dtype, x.device)
+    iout = Tensor._empty(oshape, D.int64, x.device) if arg else None
+    if M == 0:
+        return (out, iout) if arg else out
+    if R == 0:
+        if arg:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0, or the "
+                             f"reduced dims to have non-zero size; got shape {list(x._shape)}")
+        # an empty reduction: the finish of the identity, on every output
+        from .pointwise import full_like_value
+        full_like_value(out, identity_value(identity, finish, out_dtype))
+        return out
+    rt = x._storage.runtime()
+    prof = rt.profile
+    ls = prof.get_value("reduction", "local_size", 64)
+    one_pass = prof.get_value("reduction", "min_outputs_one_pass", 256)
+    chunk = prof.get_value("reduction", "chunk", 4096)
+    C = 1
+    if M < one_pass and R > chunk:
+        C = max(1, min((R + chunk - 1) // chunk, (one_pass * 4) // M))
+    rk, rr = len(kshape), len(rshape)
+    if C == 1:
+        k = _kernel(rt, x.dtype, map_dtype, acc_dtype, out_dtype, map_expr, combine, identity, finish, better,
+                    False, rk, rr, True)
+        args = [out._storage.cl_buffer(), 0] + ([iout._storage.cl_buffer(), 0] if arg else []) + \
+               [x._storage.cl_buffer(), x._offset, M, R, 1, R]
+        for s, st in zip(kshape, kstr):
+            args += [s, st]
+        for s, st in zip(rshape, rstr):
+            args += [s, st]
+        gs = ((M + ls - 1) // ls) * ls
+        rt.launch(k, (gs,), (ls,), *args)
+    else:
+        part = Tensor._empty((M, C), acc_dtype, x.device)
+        ipart = Tensor._empty((M, C), D.int64, x.device) if arg else None
+        k = _kernel(rt, x.dtype, map_dtype, acc_dtype, acc_dtype, map_expr, combine, identity, "acc", better,
+                    False, rk, rr, False)
+        args = [part._storage.cl_buffer(), 0] + ([ipart._storage.cl_buffer(), 0] if arg else []) + \
+               [x._storage.cl_buffer(), x._offset, M, R, C, R]
+        for s, st in zip(kshape, kstr):
+            args += [s, st]
+        for s, st in zip(rshape, rstr):
+            args += [s, st]
+        gs = ((M * C + ls - 1) // ls) * ls
+        rt.launch(k, (gs,), (ls,), *args)
+        # second pass: combine the C partials of each output (contiguous rows of ``part``)
+        comb_map = "x"
+        k2 = _kernel(rt, acc_dtype, acc_dtype, acc_dtype, out_dtype, comb_map, combine, identity, finish, better,
+                     arg, 1, 1, True)
+        args = [out._storage.cl_buffer(), 0] + ([iout._storage.cl_buffer(), 0] if arg else []) + \
+               [part._storage.cl_buffer(), 0] + ([ipart._storage.cl_buffer(), 0] if arg else []) + \
+               [M, C, 1, R, M, C, C, 1]
+        gs = ((M + ls - 1) // ls) * ls
+        rt.launch(k2, (gs,), (ls,), *args)
+    if x._storage.host is not None:
+        rt.synchronize()   # cpu tensors are synchronous
+    return (out, iout) if arg else out
+
+
+def identity_value(identity, finish, dt):
+    """The value an empty reduction gives (sum: 0, prod: 1, mean: nan...)."""
+    env = {"INFINITY": float("inf"), "NAN": float("nan")}
+    try:
+        v = float(eval(identity.replace("f", "") if identity.endswith("f") else identity, {}, env))  # noqa: S307
+    except Exception:
+        v = 0.0
+    if "/ nred" in finish or "/nred" in finish:
+        return float("nan")
+    return v

@@ -1,0 +1,375 @@
+"""Reductions over any set of dims, each registered with its dtype rule and derivative.
+
+sum, mean, prod, max/min (values and first-index indices), amax, amin, argmax, argmin, all, any, var and
+std (``correction``), norm (p = 1, 2, inf, other), logsumexp (stable, -inf safe), count_nonzero. All
+run through the one reduction template (``reduction.reduce``). Integer and bool sums and products
+accumulate in int64, as PyTorch's do; float32 accumulates in float32 in interleaved partials.
+
+Gradients follow PyTorch's tie rules: ``max(dim)``/``min(dim)`` send the gradient to the returned
+index; the full ``max()``, ``amax`` and ``amin`` split it evenly among ties.
+"""
+import collections
+import math
+
+from .. import _dtype as D
+from .._dispatch import call, register
+from .._tensor import Tensor
+from ._util import method
+from .reduction import reduce, normalize_dims
+
+__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any", "var", "std",
+           "var_mean", "std_mean", "norm", "logsumexp", "count_nonzero", "aminmax"]
+
+_builtin_max, _builtin_min, _builtin_sum = max, min, sum
+return_types_max = collections.namedtuple("max", ["values", "indices"])
+return_types_min = collections.namedtuple("min", ["values", "indices"])
+
+
+def _acc_dtype(x, dtype):
+    if dtype is not None:
+        return D.to_dtype(dtype)
+    if not x.dtype.is_floating_point:
+        return D.int64
+    return x.dtype
+
+
+def _ct(dt):
+    return D.float32 if dt is D.float16 else dt
+
+
+def _expand_back(g, x, dims, keepdim):
+    """Reshape a reduced gradient so it broadcasts against x."""
+    if not keepdim:
+        for d in dims:
+            g = g.unsqueeze(d)
+    return g.expand(x._shape)
+
+
+def _lit(dt, v):
+    if dt is D.float32 or dt is D.float16:
+        return f"{v}f"
+    return str(v)
+
+
+# ------------------------------------------------------------------------------------------------ sum / mean
+def _sum_fwd(ctx, x, dim, keepdim, dtype):
+    acc = _acc_dtype(x, dtype)
+    if x.device.type == "cpu" and acc is D.int64 and False:
+        pass
+    cacc = _ct(acc)
+    dims = normalize_dims(dim, x.dim())
+    if ctx is not None:
+        ctx.dims, ctx.keepdim, ctx.shape, ctx.x = dims, keepdim, x._shape, x
+    return reduce(x, dims, keepdim, map_expr="x", combine="a + b", identity="0", acc_dtype=cacc, out_dtype=acc,
+                  name="sum")
+
+
+def _sum_bwd(ctx, g):
+    return _expand_back(g, ctx.x, ctx.dims, ctx.keepdim), None, None, None
+
+
+_sum_op = register("sum", _sum_fwd, _sum_bwd)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+    """Sum over ``dim`` (int, tuple, or None for all). bool and integer inputs give int64."""
+    return call(_sum_op, input, dim, keepdim, dtype)
+
+
+def _mean_fwd(ctx, x, dim, keepdim, dtype):
+    if dtype is None and not x.dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           f"complex dtype. Got: {x.dtype.name.capitalize()}")
+    acc = D.to_dtype(dtype) if dtype is not None else x.dtype
+    dims = normalize_dims(dim, x.dim())
+    if ctx is not None:
+        ctx.dims, ctx.keepdim, ctx.x = dims, keepdim, x
+        n = 1
+        for d in dims:
+            n *= x._shape[d]
+        ctx.n = n
+    cacc = _ct(acc)
+    return reduce(x, dims, keepdim, map_expr="x", combine="a + b", identity="0",
+                  finish=f"acc / ({cacc.cl})nred", acc_dtype=cacc, out_dtype=acc, name="mean")
+
+
+def _mean_bwd(ctx, g):
+    return _expand_back(g, ctx.x, ctx.dims, ctx.keepdim) / _builtin_max(ctx.n, 1), None, None, None
+
+
+_mean_op = register("mean", _mean_fwd, _mean_bwd)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """Arithmetic mean over ``dim``. Integer inputs raise RuntimeError unless ``dtype`` is a float dtype."""
+    return call(_mean_op, input, dim, keepdim, dtype)
+
+
+def _prod_fwd(ctx, x, dim, keepdim, dtype):
+    acc = _acc_dtype(x, dtype)
+    dims = normalize_dims(dim, x.dim())
+    out = reduce(x, dims, keepdim, map_expr="x", combine="a * b", identity="1", acc_dtype=_ct(acc), out_dtype=acc,
+                 name="prod")
+    if ctx is not None:
+        ctx.save_for_backward(x, out)
+        ctx.dims, ctx.keepdim = dims, keepdim
+    return out
+
+
+def _prod_bwd(ctx, g):
+    x, out = ctx.saved_tensors
+    # grad = prod / x where x != 0; exact for zeros through products of the others
+    ge = _expand_back(g, x, ctx.dims, ctx.keepdim)
+    oe = _expand_back(out, x, ctx.dims, ctx.keepdim)
+    zeros = (x == 0)
+    if not zeros.any().item():
+        return ge * oe / x, None, None, None
+    # fall back: product of all other elements via exclusive cumprods along a flattened reduced axis
+    from .pointwise import where
+    safe = where(zeros, 1.0, x)
+    nz_prod = prod(safe, dim=ctx.dims if ctx.dims else None, keepdim=True) if ctx.dims else safe.prod()
+    nzc = zeros.sum(dim=ctx.dims if ctx.dims else None, keepdim=True)
+    nz_prod_e = nz_prod.expand(x._shape) if nz_prod.dim() else nz_prod
+    nzc_e = nzc.expand(x._shape) if nzc.dim() else nzc
+    grad_in = where(zeros, where(nzc_e == 1, nz_prod_e, 0.0), where(nzc_e == 0, oe / safe, 0.0))
+    return ge * grad_in, None, None, None
+
+
+_prod_op = register("prod", _prod_fwd, _prod_bwd)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """Product over ``dim`` (one int, or None for all). bool and integer inputs give int64."""
+    return call(_prod_op, input, dim, keepdim, dtype)
+
+
+# ------------------------------------------------------------------------------------------------ max / min
+def _better(is_max, floating):
+    cmp = ">" if is_max else "<"
+    if floating:
+        return f"(b {cmp} a) || (isnan(b) && !isnan(a)) || ((b == a || (isnan(b) && isnan(a))) && bi < ai)"
+    return f"(b {cmp} a) || (b == a && bi < ai)"
+
+
+def _minmax_dim_fwd(is_max):
+    def fwd(ctx, x, dim, keepdim):
+        if x.numel() == 0 or (x.dim() and x._shape[x._wrap(dim)] == 0):
+            raise IndexError(f"{'max' if is_max else 'min'}(): Expected reduction dim {dim} to have non-zero size.")
+        dims = normalize_dims(dim, x.dim())
+        ct = _ct(x.dtype)
+        v, i = reduce(x, dims, keepdim, map_expr="x", identity="0", acc_dtype=ct, out_dtype=x.dtype,
+                      better=_better(is_max, ct.is_floating_point), name="max" if is_max else "min")
+        if ctx is not None:
+            ctx.save_for_backward(i)
+            ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x._shape
+            ctx.x = x
+        return v, i
+    return fwd
+
+
+def _minmax_dim_bwd(ctx, g, gi=None):
+    (i,) = ctx.saved_tensors
+    d = ctx.dims[0] if ctx.dims else 0
+    if not ctx.keepdim and len(ctx.shape):
+        g = g.unsqueeze(d)
+        i = i.unsqueeze(d)
+    from .indexing import _scatter_into_zeros
+    return _scatter_into_zeros(ctx.x, d, i, g), None, None
+
+
+_max_dim_op = register("max_dim", _minmax_dim_fwd(True), _minmax_dim_bwd, differentiable_outputs=(0,))
+_min_dim_op = register("min_dim", _minmax_dim_fwd(False), _minmax_dim_bwd, differentiable_outputs=(0,))
+
+
+def _amax_fwd(is_max):
+    def fwd(ctx, x, dim, keepdim):
+        dims = normalize_dims(dim, x.dim())
+        if x.numel() == 0:
+            raise RuntimeError(f"{'amax' if is_max else 'amin'}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+        ct = _ct(x.dtype)
+        if ct.is_floating_point:
+            comb = "nan_max_f(a, b)" if is_max else "nan_min_f(a, b)"
+            if ct is D.float64:
+                comb = comb.replace("_f(", "_d(")
+            ident = "-INFINITY" if is_max else "INFINITY"
+        else:
+            comb = "(b > a ? b : a)" if is_max else "(b < a ? b : a)"
+            info = D.iinfo(x.dtype) if x.dtype is not D.bool else None
+            ident = str((info.min if is_max else info.max) if info else (0 if is_max else 1))
+            if ct is D.int64:
+                ident = f"({ident}L)" if not ident.startswith("-9223372036854775808") else "(-9223372036854775807L-1)"
+        out = reduce(x, dims, keepdim, map_expr="x", combine=comb, identity=ident, acc_dtype=ct, out_dtype=x.dtype,
+                     name="amax")
+        if ctx is not None:
+            ctx.save_for_backward(x, out)
+            ctx.dims, ctx.keepdim = dims, keepdim
+        return out
+    return fwd
+
+
+def _amax_bwd(ctx, g):
+    x, out = ctx.saved_tensors
+    oe = _expand_back(out, x, ctx.dims, ctx.keepdim)
+    mask = (x == oe)
+    cnt = mask.sum(dim=ctx.dims if ctx.dims else None, keepdim=True)
+    ge = _expand_back(g, x, ctx.dims, ctx.keepdim)
+    if not ctx.dims:
+        cnt = cnt.reshape(())
+    return ge * mask / cnt, None, None
+
+
+_amax_op = register("amax", _amax_fwd(True), _amax_bwd)
+_amin_op = register("amin", _amax_fwd(False), _amax_bwd)
+
+
+def amax(input, dim=(), keepdim=False):  # noqa: A002
+    """Maximum over ``dim`` (all dims when empty); NaN propagates; the gradient splits evenly among ties."""
+    return call(_amax_op, input, dim if dim != () else None, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):  # noqa: A002
+    """Minimum over ``dim`` (all dims when empty); NaN propagates; the gradient splits evenly among ties."""
+    return call(_amin_op, input, dim if dim != () else None, keepdim)
+
+
+def _minmax(is_max):
+    def f(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
+        if isinstance(dim, Tensor):
+            from .pointwise import maximum, minimum
+            return maximum(input, dim) if is_max else minimum(input, dim)
+        if dim is None:
+            if input.numel() == 0:
+                raise RuntimeError(f"{'max' if is_max else 'min'}(): Expected reduction dim to be specified for "
+                                   "input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+            return call(_amax_op if is_max else _amin_op, input, None, False)
+        v, i = call(_max_dim_op if is_max else _min_dim_op, input, dim, keepdim)
+        return (return_types_max if is_max else return_types_min)(v, i)
+    f.__name__ = "max" if is_max else "min"
+    f.__doc__ = (f"``{f.__name__}(x)``: the {f.__name__}imum of all elements; ``{f.__name__}(x, dim, keepdim)``: a "
+                 "(values, indices) namedtuple, the first index on ties; ``{f.__name__}(x, other)``: elementwise.")
+    return f
+
+
+max = _minmax(True)  # noqa: A001
+min = _minmax(False)  # noqa: A001
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    """Index of the maximum (first on ties) over ``dim``, or over the flattened tensor when dim is None."""
+    if dim is None:
+        return call(_max_dim_op, input.reshape(-1), 0, False)[1].reshape((1,) * input.dim() if keepdim else ())
+    return call(_max_dim_op, input, dim, keepdim)[1]
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    """Index of the minimum (first on ties) over ``dim``, or over the flattened tensor when dim is None."""
+    if dim is None:
+        return call(_min_dim_op, input.reshape(-1), 0, False)[1].reshape((1,) * input.dim() if keepdim else ())
+    return call(_min_dim_op, input, dim, keepdim)[1]
+
+
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    r = collections.namedtuple("aminmax", ["min", "max"])
+    return r(amin(input, dim if dim is not None else (), keepdim), amax(input, dim if dim is not None else (), keepdim))
+
+
+# ------------------------------------------------------------------------------------------------ logical
+def all(input, dim=None, keepdim=False):  # noqa: A001,A002
+    """True where every element over ``dim`` is non-zero. Returns bool."""
+    dims = normalize_dims(dim, input.dim())
+    return reduce(input, dims, keepdim, map_expr="(uchar)(x != 0)", combine="(uchar)(a && b)", identity="1",
+                  acc_dtype=D.uint8, out_dtype=D.bool, map_dtype=_ct(input.dtype) if input.dtype is not D.bool
+                  else D.uint8, name="all")
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001,A002
+    """True where some element over ``dim`` is non-zero. Returns bool."""
+    dims = normalize_dims(dim, input.dim())
+    return reduce(input, dims, keepdim, map_expr="(uchar)(x != 0)", combine="(uchar)(a || b)", identity="0",
+                  acc_dtype=D.uint8, out_dtype=D.bool, map_dtype=_ct(input.dtype) if input.dtype is not D.bool
+                  else D.uint8, name="any")
+
+
+def count_nonzero(input, dim=None):  # noqa: A002
+    """Number of non-zero elements over ``dim``; int64."""
+    dims = normalize_dims(dim, input.dim())
+    return reduce(input, dims, False, map_expr="(long)(x != 0)", combine="a + b", identity="0", acc_dtype=D.int64,
+                  out_dtype=D.int64, map_dtype=_ct(input.dtype) if input.dtype is not D.bool else D.uint8,
+                  name="count_nonzero")
+
+
+# ------------------------------------------------------------------------------------------------ var / std
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    if unbiased is None:
+        return 1
+    return 1 if unbiased else 0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """Variance over ``dim`` with ``correction`` (default 1, Bessel's; ``unbiased=False`` means 0).
+    Computed in two passes (mean, then squared deviations); N - correction <= 0 gives nan or inf."""
+    if isinstance(unbiased, (int, tuple, list)) and not isinstance(unbiased, bool):
+        dim, unbiased = unbiased, None
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
+    c = _correction(unbiased, correction)
+    dims = normalize_dims(dim, input.dim())
+    n = 1
+    for d in dims:
+        n *= input._shape[d]
+    m = mean(input, dims if dims else None, keepdim=True)
+    dev = input - m
+    ss = sum(dev * dev, dims if dims else None, keepdim=keepdim)
+    return ss / _builtin_max(n - c, 0) if n - c > 0 else ss / 0.0 * (ss * 0 + 1)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """Standard deviation: ``sqrt(var(...))`` with the same arguments."""
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+# ------------------------------------------------------------------------------------------------ norm, logsumexp
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """Vector p-norm over ``dim`` (all elements when None): p = 1, 2 ('fro'), inf, -inf, 0 or any float."""
+    x = input if dtype is None else input.to(dtype)
+    if p == "fro" or p == 2:
+        return (x * x).sum(dim, keepdim).sqrt()
+    if p == 1:
+        return x.abs().sum(dim, keepdim)
+    if p == math.inf or p == "inf":
+        return x.abs().amax(dim if dim is not None else (), keepdim)
+    if p == -math.inf:
+        return x.abs().amin(dim if dim is not None else (), keepdim)
+    if p == 0:
+        return (x != 0).to(x.dtype).sum(dim, keepdim)
+    return (x.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+
+
+def logsumexp(input, dim, keepdim=False):  # noqa: A002
+    """``log(sum(exp(x)))`` over ``dim``, stable: subtracts the max first; all -inf gives -inf, not nan."""
+    from .pointwise import where
+    x = input if input.dtype.is_floating_point else input.to(D.get_default_dtype())
+    m = x.amax(dim, keepdim=True).detach()
+    m = where(m.isinf(), 0.0, m)
+    s = (x - m).exp().sum(dim, keepdim=True).log() + m
+    if not keepdim:
+        s = s.squeeze(normalize_dims(dim, x.dim()))
+    return s
+
+
+for _n in ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "all", "any", "var", "std", "norm",
+           "logsumexp", "count_nonzero", "aminmax"):
+    method(_n, globals()[_n])
+method("max", max)
+method("min", min)

@@ -1,0 +1,18 @@
+"""cltorch.optim: PyTorch's optimizers and learning-rate schedulers, with fused in-place OpenCL steps.
+
+Mirrors ``torch.optim``: :class:`Optimizer`, SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam, and
+``cltorch.optim.lr_scheduler``. Each step is one kernel template (``cl_kernels/optim.cl.mako``) launched
+once per 8 parameters (multi-tensor), in place on the parameter and state storage.
+"""
+from . import lr_scheduler
+from .adagrad import Adagrad
+from .adam import Adam, AdamW
+from .adamax import Adamax
+from .nadam import NAdam
+from .optimizer import Optimizer
+from .radam import RAdam
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam",
+           "lr_scheduler"]

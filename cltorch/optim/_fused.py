@@ -1,0 +1,155 @@
+"""Multi-tensor launcher of the fused optimizer steps (``cl_kernels/optim.cl.mako``).
+
+One launch updates up to ``slots`` parameters: each slot gets its own buffer arguments (OpenCL 1.2 has no
+table of pointers across buffers) and a contiguous range of work-groups, so the tensor a work-group
+updates is uniform within it. Larger lists are chunked into several launches. Everything that changes
+from step to step (lr, bias corrections, ...) is a scalar argument: a schedule never triggers a rebuild.
+
+The kernel runs in place on the parameters' and states' storage, allocates nothing, and never waits for
+the device, except that a cpu storage shared with numpy is finished before returning (DESIGN.md, 2).
+
+Requirements checked by :func:`fusable`: the parameter, its gradient and every state tensor are
+contiguous, on one device, of the parameter's floating dtype (float32 or float64). The optimizers fall
+back to a contiguous copy otherwise (see ``Optimizer._apply``).
+"""
+import numpy as np
+
+__all__ = ["ALGOS", "state_names", "fused_step", "fusable", "kernel_for", "DEFAULT_SLOTS"]
+
+DEFAULT_SLOTS = 8
+
+# algorithm -> (function of flags giving the state tensor names, scalar argument names)
+ALGOS = {
+    "sgd": (lambda f: ["momentum_buffer"] if f["momentum"] else [],
+            ["neg_lr", "weight_decay", "momentum", "one_minus_dampening", "first"]),
+    "adam": (lambda f: ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if f["amsgrad"] else []),
+             ["weight_decay", "decay", "one_minus_beta1", "beta2", "one_minus_beta2", "neg_step_size",
+              "bc2_sqrt", "eps"]),
+    "nadam": (lambda f: ["exp_avg", "exp_avg_sq"],
+              ["weight_decay", "decay", "one_minus_beta1", "beta2", "one_minus_beta2", "bc2", "eps",
+               "coef_grad", "coef_avg"]),
+    "radam": (lambda f: ["exp_avg", "exp_avg_sq"],
+              ["weight_decay", "decay", "one_minus_beta1", "beta2", "one_minus_beta2", "lr", "bc1", "bc2_sqrt",
+               "eps", "rect", "rectify"]),
+    "rmsprop": (lambda f: ["square_avg"] + (["momentum_buffer"] if f["momentum"] else [])
+                + (["grad_avg"] if f["centered"] else []),
+                ["neg_lr", "weight_decay", "alpha", "one_minus_alpha", "eps", "momentum"]),
+    "adagrad": (lambda f: ["sum"], ["neg_clr", "weight_decay", "eps"]),
+    "adamax": (lambda f: ["exp_avg", "exp_inf"],
+               ["weight_decay", "one_minus_beta1", "beta2", "eps", "neg_clr"]),
+}
+
+FLAG_NAMES = ("wd", "maximize", "decoupled", "amsgrad", "momentum", "nesterov", "centered")
+
+
+def state_names(algo, flags):
+    """The names of the state tensors the kernel of ``algo`` with ``flags`` reads and writes."""
+    return ALGOS[algo][0](_full_flags(flags))
+
+
+def _full_flags(flags):
+    f = dict.fromkeys(FLAG_NAMES, False)
+    f.update({k: bool(v) for k, v in flags.items()})
+    return f
+
+
+_kernels = {}
+
+
+def kernel_for(rt, algo, flags, dtype, slots=None, elems=None):
+    """(kernel, local size, elems, slots, n_states, n_scalars) for one signature on runtime ``rt`` (cached)."""
+    key = (rt.index, algo, tuple(sorted(flags.items())), dtype.cl, slots, elems)
+    entry = _kernels.get(key)
+    if entry is not None:
+        return entry
+    f = _full_flags(flags)
+    states = ALGOS[algo][0](f)
+    scalars = ALGOS[algo][1]
+    prof = rt.profile
+    ls = int(prof.get_value("optim", "local_size", prof.get_value("elementwise", "local_size", 64)))
+    ls = max(1, min(ls, rt.info.max_work_group_size))
+    if elems is None:
+        elems = int(prof.get_value("optim", "elems_per_item", 1))
+    if slots is None:
+        slots = int(prof.get_value("optim", "slots", DEFAULT_SLOTS))
+    sdt = np.float64 if dtype.cl == "double" else np.float32
+    argd = []
+    for s in range(slots):
+        argd += [None, np.int64, None, np.int64]
+        argd += [None, np.int64] * len(states)
+        argd += [np.int64]
+        if s > 0:
+            argd += [np.int32]
+    argd += [sdt] * len(scalars) + [np.int32]
+    k = rt.kernel("optim.cl.mako", "optim_step", argd, algo=algo, flags=f, states=tuple(states),
+                  scalars=tuple(scalars), st=dtype.cl, ct=dtype.cl, slots=slots, elems=elems)
+    entry = (k, ls, elems, slots, len(states), len(scalars))
+    _kernels[key] = entry
+    return entry
+
+
+def fusable(p, g, states):
+    """True when the fused kernel can update ``p`` in place: same device and floating dtype (32/64-bit)
+    for all, every tensor contiguous."""
+    if p.dtype.cl not in ("float", "double"):
+        return False
+    for t in (p, g, *states):
+        if t.device != p.device or t.dtype is not p.dtype or not t.is_contiguous():
+            return False
+    return True
+
+
+def fused_step(algo, flags, params, grads, states, scalars, slots=None, elems=None):
+    """Update ``params`` (and their ``states``) in place with one kernel launch per ``slots`` tensors.
+
+    params, grads: lists of same-device, same-dtype contiguous tensors; states: one list of state tensors
+    per parameter, ordered as :func:`state_names`; scalars: the algorithm's scalar values, ordered as
+    ``ALGOS[algo][1]``. Empty parameters are skipped. Returns the number of launches.
+    """
+    items = [(p, g, st) for p, g, st in zip(params, grads, states) if p.numel() > 0]
+    if not items:
+        return 0
+    p0 = items[0][0]
+    rt = p0._runtime()
+    k, ls, el, nslots, nst, nsc = kernel_for(rt, algo, flags, p0.dtype, slots, elems)
+    per_group = ls * el
+    tail = [float(x) for x in scalars] + [0]
+    if len(scalars) != nsc:
+        raise ValueError(f"{algo}: expected {nsc} scalars, got {len(scalars)}")
+    launches = 0
+    exposed = False
+    for c in range(0, len(items), nslots):
+        chunk = items[c:c + nslots]
+        starts = []
+        total = 0
+        for p, _, _ in chunk:
+            starts.append(total)
+            total += (p.numel() + per_group - 1) // per_group
+        args = []
+        for s in range(nslots):
+            if s < len(chunk):
+                p, g, st = chunk[s]
+                args += [p._storage.cl_buffer(), p._offset, g._storage.cl_buffer(), g._offset]
+                for t in st:
+                    args += [t._storage.cl_buffer(), t._offset]
+                args.append(p.numel())
+                if s > 0:
+                    args.append(starts[s])
+            else:
+                # unused slot: any valid buffers, no elements, starts past the last work-group
+                p, g, st = chunk[0]
+                args += [p._storage.cl_buffer(), 0, g._storage.cl_buffer(), 0]
+                for t in st:
+                    args += [t._storage.cl_buffer(), 0]
+                args += [0, total]
+        rt.launch(k, (total * ls,), (ls,), *args, *tail)
+        launches += 1
+        for p, g, st in chunk:
+            p._storage.version += 1
+            for t in st:
+                t._storage.version += 1
+            if not exposed and (p._storage.exposed or any(t._storage.exposed for t in st)):
+                exposed = True
+    if exposed:
+        rt.synchronize()
+    return launches

@@ -1,0 +1,76 @@
+"""Adagrad (``torch.optim.Adagrad``)."""
+from ._common import check_lr, check_modes, check_nonneg, scalar
+from .optimizer import Optimizer, _as_step, _bump_step, _full_like
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    r"""Adagrad (Duchi et al., 2011).
+
+    The update is the pseudo-code of PyTorch's ``torch.optim.Adagrad`` documentation, at step ``t``::
+
+        clr = lr / (1 + (t - 1) * lr_decay)
+        g = -grad if maximize else grad
+        if weight_decay != 0: g = g + weight_decay * param
+        sum = sum + g * g
+        param = param - clr * g / (sqrt(sum) + eps)
+
+    Args:
+        params; lr (1e-2); lr_decay (0); weight_decay (0); initial_accumulator_value (0); eps (1e-10);
+        foreach, fused (accepted); maximize (False). ValueError for negative values.
+
+    State per parameter (made at construction, as in PyTorch): ``step`` and ``sum`` (filled with
+    ``initial_accumulator_value``).
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        check_lr(lr)
+        check_nonneg("lr_decay", lr_decay)
+        check_nonneg("weight_decay", weight_decay)
+        check_nonneg("initial_accumulator_value", initial_accumulator_value)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_modes(foreach, fused, differentiable)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                st = self.state[p]
+                st["step"] = _as_step(0.0)
+                st["sum"] = _full_like(p, group["initial_accumulator_value"])
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+
+    def share_memory(self):
+        """PyTorch moves the ``sum`` states to shared memory; cltorch tensors need no such step."""
+
+    def step(self, closure=None):
+        """One Adagrad step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = scalar(group["lr"])
+            decay = scalar(group["lr_decay"])
+            wd = scalar(group["weight_decay"])
+            eps = scalar(group["eps"])
+            flags = dict(wd=wd != 0, maximize=group["maximize"])
+            items = []
+            for p, g in self._grads_of(group):
+                st = self.state[p]
+                if len(st) == 0:
+                    st["step"] = _as_step(0.0)
+                    st["sum"] = _full_like(p, self.defaults["initial_accumulator_value"])
+                t = _bump_step(st["step"])
+                clr = lr / (1 + (t - 1) * decay)
+                items.append((p, g, [st["sum"]], (-clr, wd, eps)))
+            self._apply("adagrad", flags, items)
+        return loss

@@ -1,0 +1,65 @@
+"""Adamax (``torch.optim.Adamax``)."""
+from ._common import check_betas, check_lr, check_modes, check_nonneg, scalar
+from .optimizer import Optimizer, _as_step, _bump_step, _zeros_like
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    r"""Adamax, Adam's infinity-norm variant (Kingma & Ba, 2015, section 7).
+
+    The update is the pseudo-code of PyTorch's ``torch.optim.Adamax`` documentation, at step ``t``::
+
+        g = -grad if maximize else grad
+        if weight_decay != 0: g = g + weight_decay * param
+        m = beta1 * m + (1 - beta1) * g
+        u = max(beta2 * u, |g| + eps)
+        param = param - lr / (1 - beta1**t) * m / u
+
+    Args:
+        params; lr (2e-3); betas ((0.9, 0.999)); eps (1e-8); weight_decay (0); foreach, capturable
+        (accepted); maximize (False). ValueError for out-of-range values.
+
+    State per parameter: ``step``, ``exp_avg``, ``exp_inf``.
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        check_lr(lr)
+        check_nonneg("epsilon", eps)
+        check_betas(betas)
+        check_nonneg("weight_decay", weight_decay)
+        check_modes(foreach, None, differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+
+    def step(self, closure=None):
+        """One Adamax step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = scalar(group["lr"])
+            b1, b2 = (scalar(b) for b in group["betas"])
+            eps = scalar(group["eps"])
+            wd = scalar(group["weight_decay"])
+            flags = dict(wd=wd != 0, maximize=group["maximize"])
+            items = []
+            for p, g in self._grads_of(group):
+                st = self.state[p]
+                if len(st) == 0:
+                    st["step"] = _as_step(0.0)
+                    st["exp_avg"] = _zeros_like(p)
+                    st["exp_inf"] = _zeros_like(p)
+                t = _bump_step(st["step"])
+                clr = lr / (1 - b1 ** t)
+                items.append((p, g, [st["exp_avg"], st["exp_inf"]], (wd, 1 - b1, b2, eps, -clr)))
+            self._apply("adamax", flags, items)
+        return loss

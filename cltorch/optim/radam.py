@@ -1,0 +1,90 @@
+"""RAdam (``torch.optim.RAdam``)."""
+import math
+
+from ._common import check_betas, check_lr, check_modes, check_nonneg, scalar
+from .optimizer import Optimizer, _as_step, _bump_step, _zeros_like
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    r"""RAdam, rectified Adam (Liu et al., 2020).
+
+    The update is the pseudo-code of PyTorch's ``torch.optim.RAdam`` documentation, at step ``t``::
+
+        g = -grad if maximize else grad
+        if weight_decay != 0:
+            decoupled: param = param * (1 - lr * weight_decay)
+            else:      g = g + weight_decay * param
+        m = beta1 * m + (1 - beta1) * g;   v = beta2 * v + (1 - beta2) * g * g
+        m^ = m / (1 - beta1**t)
+        rho_inf = 2 / (1 - beta2) - 1;  rho_t = rho_inf - 2 t beta2**t / (1 - beta2**t)
+        if rho_t > 5:
+            l = sqrt(1 - beta2**t) / (sqrt(v) + eps)
+            r = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t))
+            param = param - lr * m^ * r * l
+        else:
+            param = param - lr * m^
+
+    Args:
+        params; lr (1e-3); betas ((0.9, 0.999)); eps (1e-8); weight_decay (0); decoupled_weight_decay
+        (False); foreach, capturable (accepted); maximize (False).
+
+    State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        check_lr(lr)
+        check_nonneg("epsilon", eps)
+        check_betas(betas)
+        check_nonneg("weight_decay", weight_decay)
+        check_modes(foreach, None, differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("capturable", False)
+
+    def step(self, closure=None):
+        """One RAdam step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = scalar(group["lr"])
+            b1, b2 = (scalar(b) for b in group["betas"])
+            eps = scalar(group["eps"])
+            wd = scalar(group["weight_decay"])
+            flags = dict(wd=wd != 0, decoupled=group["decoupled_weight_decay"], maximize=group["maximize"])
+            cache = {}
+            items = []
+            for p, g in self._grads_of(group):
+                st = self.state[p]
+                if len(st) == 0:
+                    st["step"] = _as_step(0.0)
+                    st["exp_avg"] = _zeros_like(p)
+                    st["exp_avg_sq"] = _zeros_like(p)
+                t = _bump_step(st["step"])
+                sc = cache.get(t)
+                if sc is None:
+                    bc1 = 1 - b1 ** t
+                    bc2 = 1 - b2 ** t
+                    rho_inf = 2 / (1 - b2) - 1
+                    rho_t = rho_inf - 2 * t * b2 ** t / bc2
+                    if rho_t > 5.0:
+                        rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                        rectify = 1.0
+                    else:
+                        rect, rectify = 0.0, 0.0
+                    sc = cache[t] = (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, lr, bc1, bc2 ** 0.5, eps, rect, rectify)
+                items.append((p, g, [st["exp_avg"], st["exp_avg_sq"]], sc))
+            self._apply("radam", flags, items)
+        return loss
