@@ -585,10 +585,11 @@ class _SafeUnpickler:
                     raise pickle.UnpicklingError(f"Unsupported pickle opcode {bytes([op])!r} at byte {self.pos - 1} "
                                                  "(not allowed when loading with weights_only=True)")
                 h(self)
-        except (pickle.UnpicklingError, RuntimeError, TypeError):
+        except (pickle.UnpicklingError, RuntimeError, OSError, MemoryError):
             raise
-        except (IndexError, KeyError, ValueError, struct.error, UnicodeDecodeError, RecursionError,
-                AttributeError) as e:
+        except Exception as e:
+            if getattr(e, "_cltorch_passthrough", False):    # raised by the user's map_location callable
+                raise
             raise pickle.UnpicklingError(f"malformed pickle data at byte {self.pos}: {type(e).__name__}: {e}") \
                 from None
 
@@ -843,6 +844,7 @@ class _Loader:
         self.zf, self.stream, self.prefix, self.map_location = zf, stream, prefix, map_location
         self.use_mmap, self.path, self.name = use_mmap, path, name
         self.pending = {}
+        self._raw = {}
         from ._tensor import Tensor, Size
         from ._storage import Storage
         from ._device import device, canonical, CPU
@@ -956,11 +958,11 @@ class _Loader:
         return self.CPU   # cuda, mps, ...: cpu unless map_location says otherwise
 
     def make_storage(self, p, dtype):
-        itemsize = np.dtype(D.to_dtype(dtype).np).itemsize
-        base = self.pending_raw(p)
-        if base.nbytes % itemsize:
-            raise RuntimeError(f"{self.name}: storage {p.key} of {base.nbytes} bytes cannot hold {dtype} elements")
+        """A typed Storage of ``p``'s bytes on the device ``map_location`` picks."""
         cdt = D.to_dtype(dtype)
+        base = self.pending_raw(p)
+        if base.nbytes % cdt.itemsize:
+            raise RuntimeError(f"{self.name}: storage {p.key} of {base.nbytes} bytes cannot hold {cdt} elements")
         arr = base.view(cdt.np.newbyteorder(">") if self.swap else cdt.np)
         if self.swap:
             arr = arr.astype(cdt.np)
@@ -971,10 +973,17 @@ class _Loader:
         ml = self.map_location
         if ml is not None and callable(ml) and not isinstance(ml, (str, dict, self.device)):
             cpu_flat = self.Tensor._make(self.Storage.from_host(arr, self.CPU), (arr.size,))
-            res = ml(cpu_flat, location)
+            try:
+                res = ml(cpu_flat, location)
+                if res is not None and not isinstance(res, self.Tensor):
+                    raise TypeError(f"cltorch.load: map_location must return a Tensor or None, got "
+                                    f"{type(res).__name__}")
+            except Exception as e:
+                e._cltorch_passthrough = True
+                raise
             if res is None:
                 dev = self.default_device(location)
-            elif isinstance(res, self.Tensor):
+            else:
                 if res.dtype is not cdt or res.numel() != arr.size:
                     raise RuntimeError(f"cltorch.load: map_location returned a {res.dtype} tensor of "
                                        f"{res.numel()} elements for storage {p.key} ({arr.size} x {cdt})")
@@ -983,9 +992,6 @@ class _Loader:
                     return res._storage
                 dev = res.device
                 arr = np.ascontiguousarray(res._host_view()).reshape(-1)
-            else:
-                raise TypeError(f"cltorch.load: map_location must return a Tensor or None, got "
-                                f"{type(res).__name__}")
         else:
             dev = self.target_device(location)
         if dev.type == "cpu" and not arr.flags.writeable and not isinstance(arr, np.memmap):
@@ -993,13 +999,10 @@ class _Loader:
         return self.Storage.from_host(arr, dev)
 
     def pending_raw(self, p):
-        raw = getattr(self, "_raw", None)
-        if raw is None:
-            raw = self._raw = {}
-        b = raw.get(p.key)
+        """The storage record's bytes (read once per key)."""
+        b = self._raw.get(p.key)
         if b is None:
-            nbytes = p.numel * np.dtype(D.to_dtype(p.dtype).np).itemsize
-            b = raw[p.key] = self.read_record(p.key, nbytes)
+            b = self._raw[p.key] = self.read_record(p.key, p.numel * D.to_dtype(p.dtype).itemsize)
         return b
 
     # -- rebuild functions (called from the pickle with its arguments; every argument is checked)
