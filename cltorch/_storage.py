@@ -84,7 +84,7 @@ class Storage:
     def host_sync(self):
         """Wait for queued kernels that may touch this host storage."""
         rt = self._rt
-        if rt is not None and rt.pending:
+        if rt is not None and rt.pending and not backend.in_forked_child():
             rt.synchronize()
 
     def read(self, offset, count):

@@ -163,12 +163,37 @@ def _fmt(n):
 
 _runtimes = {}
 _rt_lock = threading.Lock()
+_forked = [False]
+
+FORK_MESSAGE = ("OpenCL was used in the parent process, and this process was started by fork(): OpenCL cannot be "
+                "used in a forked child (PoCL and other drivers hang there). Start worker processes with the "
+                "'spawn' or 'forkserver' start method (DataLoader(multiprocessing_context='forkserver'), the "
+                "default), or keep the work in the child on the host (numpy).")
+
+
+def _after_fork_in_child():
+    if _runtimes or _forked[0]:
+        _forked[0] = True
+        _runtimes.clear()
+
+
+import os as _os  # noqa: E402
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def in_forked_child():
+    """True in a process forked after its parent had used OpenCL."""
+    return _forked[0]
 
 
 def runtime(index):
-    """The Runtime of device ``cl:index`` (made on first use)."""
+    """The Runtime of device ``cl:index`` (made on first use). Raises RuntimeError in a forked child of a
+    process that used OpenCL, instead of hanging."""
     rt = _runtimes.get(index)
     if rt is None:
+        if _forked[0]:
+            raise RuntimeError(FORK_MESSAGE)
         with _rt_lock:
             rt = _runtimes.get(index)
             if rt is None:

@@ -76,7 +76,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         dt = D.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
         arr = _to_array(data, dt)
     check_caps(dt, device)
-    arr = np.ascontiguousarray(arr != 0 if (dt is D.bool and arr.dtype != np.bool_) else arr, dtype=dt.np)
+    arr = np.asarray(arr != 0 if (dt is D.bool and arr.dtype != np.bool_) else arr, dtype=dt.np)
     flat = np.array(arr.reshape(-1), dtype=dt.np, copy=True)
     t = Tensor._make(Storage.from_host(flat, device), arr.shape)
     return _finish(t, requires_grad)

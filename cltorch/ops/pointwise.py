@@ -278,7 +278,7 @@ method("__imod__", lambda self, other: self.copy_(remainder(self, other)))
 def _add(a, b, *, alpha=1, out=None):
     if alpha != 1:
         b = b * alpha
-    return add(a, b, out=out)
+    return add_raw(a, b, out=out)
 
 
 def _sub(a, b, *, alpha=1, out=None):
@@ -287,7 +287,7 @@ def _sub(a, b, *, alpha=1, out=None):
                            "`logical_xor()` operator instead.")
     if alpha != 1:
         b = b * alpha
-    return sub(a, b, out=out)
+    return sub_raw(a, b, out=out)
 
 
 add_raw, sub_raw = add, sub

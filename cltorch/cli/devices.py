@@ -1,0 +1,67 @@
+"""``cltorch devices``: a table of every OpenCL platform and device, or JSON."""
+import json
+
+from .. import backend
+
+HINT = ("No OpenCL device found.\n"
+        "Install one:\n"
+        "  CPU (any OS):   pip install pocl-binary-distribution\n"
+        "  NVIDIA:         the NVIDIA driver ships OpenCL (libnvidia-opencl / nvidia-opencl-icd)\n"
+        "  AMD:            ROCm (rocm-opencl-runtime) or the AMDGPU-PRO OpenCL driver\n"
+        "  Intel:          intel-opencl-icd (Intel compute runtime)\n"
+        "  Apple:          OpenCL is part of macOS\n"
+        "and check that an ICD loader is installed (ocl-icd-libopencl1 on Debian/Ubuntu).")
+
+
+def _gib(n):
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _kib(n):
+    return f"{n / 1024:.0f} KiB"
+
+
+def rows():
+    out = []
+    for info in backend.list_devices():
+        prof = backend.load_profile(info)
+        out.append({"index": info.index, "device": f"cl:{info.index}", "class": info.cls, "name": info.name,
+                    "platform": info.platform, "driver": info.driver_version, "opencl": " ".join(info.opencl_version.split()[:3]),
+                    "compute_units": info.compute_units, "global_mem": info.global_mem, "local_mem": info.local_mem,
+                    "max_alloc": info.max_alloc, "max_work_group_size": info.max_work_group_size,
+                    "fp16": info.fp16, "fp64": info.fp64, "profile": prof.name})
+    return out
+
+
+def run(args):
+    rs = rows()
+    if not rs:
+        print(HINT)
+        return 1
+    if getattr(args, "json", False):
+        print(json.dumps(rs, indent=2))
+        return 0
+    cols = [("device", "device"), ("class", "class"), ("name", "name"), ("driver", "driver"),
+            ("opencl", "OpenCL"), ("compute_units", "CUs"), ("global_mem", "global"), ("local_mem", "local"),
+            ("max_work_group_size", "max WG"), ("fp16", "fp16"), ("fp64", "fp64"), ("profile", "profile")]
+    table = []
+    for r in rs:
+        row = []
+        for k, _ in cols:
+            v = r[k]
+            if k == "global_mem":
+                v = _gib(v)
+            elif k == "local_mem":
+                v = _kib(v)
+            elif isinstance(v, bool):
+                v = "yes" if v else "no"
+            row.append(str(v))
+        table.append(row)
+    widths = [max(len(h), *(len(row[i]) for row in table)) for i, (_, h) in enumerate(cols)]
+    print("  ".join(h.ljust(w) for (_, h), w in zip(cols, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in table:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    print("\n'cpu' tensors compute on the first OpenCL CPU device; 'cl' is cl:%d (CLTORCH_DEVICE overrides)."
+          % backend.default_index())
+    return 0
