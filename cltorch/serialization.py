@@ -227,16 +227,11 @@ class _Encoder:
             self._get(self.memo[id(obj)][0])
         elif isinstance(obj, self._Tensor):
             self._tensor(obj)
-        elif t is list:
+        elif isinstance(obj, list):                 # list subclasses are saved as lists
             self.out += b"]"
             self._memoize(obj)
             if obj:
                 self._items(obj, b"e")
-        elif t is dict:
-            self.out += b"}"
-            self._memoize(obj)
-            if obj:
-                self._items(obj.items(), b"u")
         elif isinstance(obj, collections.OrderedDict) and not isinstance(obj, collections.Counter):
             self._global("collections", "OrderedDict")
             self.out += b")R"
@@ -247,11 +242,21 @@ class _Encoder:
             if state:                       # e.g. a Module.state_dict()'s ``_metadata``
                 self.save(dict(state))
                 self.out += b"b"
-        elif t is tuple or t.__name__ == "Size" and isinstance(obj, tuple):
-            if t is not tuple:
+        elif t is collections.Counter:
+            self._global("collections", "Counter")
+            self.save(dict(obj))
+            self.out += b"\x85R"
+        elif isinstance(obj, dict):                 # dict subclasses (defaultdict, ...) are saved as dicts
+            self.out += b"}"
+            self._memoize(obj)
+            if obj:
+                self._items(obj.items(), b"u")
+        elif isinstance(obj, tuple):                # cltorch.Size as torch.Size; namedtuples as tuples
+            size = t.__name__ == "Size" and t.__module__.startswith("cltorch")
+            if size:
                 self._global("torch", "Size")
             self._tuple(obj)
-            if t is not tuple:
+            if size:
                 self.out += b"\x85R"
         elif isinstance(obj, D.dtype):
             self._global("torch", obj.name)
@@ -269,9 +274,9 @@ class _Encoder:
                 self._global("builtins", "bytearray")
                 self.save(bytes(obj))
                 self.out += b"\x85R"
-        elif t is set or t is collections.Counter:
-            self._global(*(("builtins", "set") if t is set else ("collections", "Counter")))
-            self.save(list(obj) if t is set else dict(obj))
+        elif isinstance(obj, set):                  # (torch's weights_only loader has no frozenset)
+            self._global("builtins", "set")
+            self.save(list(obj))
             self.out += b"\x85R"
         elif t is complex:
             self._global("builtins", "complex")
@@ -286,8 +291,8 @@ class _Encoder:
         else:
             hint = " (convert it with cltorch.from_numpy first)" if isinstance(obj, np.ndarray) else ""
             raise TypeError(f"cltorch.save cannot save an object of type {t.__module__}.{t.__qualname__}{hint}; "
-                            "it saves tensors, Parameters, dtypes, devices, dict/OrderedDict/list/tuple/set "
-                            "containers, and None/bool/int/float/complex/str/bytes")
+                            "it saves tensors, Parameters, dtypes, devices, dict/OrderedDict/Counter/list/tuple/set "
+                            "containers, and None/bool/int/float/complex/str/bytes/bytearray")
 
     def _tuple(self, obj):
         n = len(obj)
@@ -851,6 +856,7 @@ class _Loader:
         self.Tensor, self.Size, self.Storage, self.device, self.canonical, self.CPU = \
             Tensor, Size, Storage, device, canonical, CPU
         self.Parameter = _parameter_class()
+        self.infos = {i.filename: i for i in zf.infolist()}
         self.swap = False
         self.devices = {}
         if prefix + "byteorder" in self.names():
@@ -866,7 +872,7 @@ class _Loader:
                 raise RuntimeError(f"{name}: malformed .data/cltorch.json record: {e}") from None
 
     def names(self):
-        return self.zf.NameToInfo
+        return self.infos
 
     def record(self, rel):
         """A whole record's bytes (zipfile checks its CRC); errors become RuntimeError."""
@@ -879,7 +885,7 @@ class _Loader:
     # -- records
     def read_record(self, key, nbytes):
         rname = f"{self.prefix}data/{key}"
-        info = self.zf.NameToInfo.get(rname)
+        info = self.infos.get(rname)
         if info is None:
             raise RuntimeError(f"{self.name}: the checkpoint has no record 'data/{key}' for storage {key} "
                                "(truncated or corrupted file)")
@@ -896,6 +902,9 @@ class _Loader:
         n, m = struct.unpack("<HH", head[26:30])
         start = info.header_offset + 30 + n + m
         if self.use_mmap and nbytes:
+            if start + nbytes > os.path.getsize(self.path):
+                raise RuntimeError(f"{self.name}: record 'data/{key}' is truncated: expected {nbytes} bytes at "
+                                   f"offset {start}, the file has {os.path.getsize(self.path)}")
             return np.memmap(self.path, dtype=np.uint8, mode="c", offset=start, shape=(nbytes,))
         buf = np.empty(nbytes, np.uint8)
         f.seek(start)
@@ -1037,8 +1046,8 @@ class _Loader:
     def rebuild_parameter(self, data, requires_grad, hooks=None, state=None):
         if not isinstance(data, self.Tensor) or type(requires_grad) is not bool:
             raise pickle.UnpicklingError("pickle: malformed Parameter")
-        if self.Parameter is None:
-            data.requires_grad_(requires_grad) if requires_grad != data.requires_grad else None
+        if self.Parameter is None:          # cltorch.nn not there: a leaf tensor with the flag
+            data.requires_grad = requires_grad
             return data
         p = self.Parameter(data, requires_grad)
         if state:

@@ -229,7 +229,8 @@ def _sample():
     return {"sd": sd, "a": shared, "b": shared, "scalars": (None, True, False, 0, -1, 255, 256, 65536, -2 ** 31,
             2 ** 31, 2 ** 100, -2 ** 100, 1.5, float("inf"), -0.0, "", "ünï", b"\x00\xff", 1 + 2j, {3, 4}),
             "dtype": D.float16, "device": cltorch.device("cpu"), 7: "int key", "deep": [[[{"x": (T([1]),)}]]],
-            "size": cltorch.Size([2, 3])}
+            "size": cltorch.Size([2, 3]), "counter": collections.Counter("aab"),
+            "dd": collections.defaultdict(list, {"k": [1]}), "nt": collections.namedtuple("P", "x y")(1, 2)}
 
 
 def _check_sample(o, ref):
@@ -249,6 +250,9 @@ def _check_sample(o, ref):
     assert o["dtype"] is D.float16 and o["device"] == CPU and o[7] == "int key"
     assert_tensor(o["deep"][0][0][0]["x"][0], np.array([1]))
     assert type(o["size"]) is cltorch.Size and o["size"] == (2, 3)
+    assert type(o["counter"]) is collections.Counter and o["counter"] == {"a": 2, "b": 1}
+    assert type(o["dd"]) is dict and o["dd"] == {"k": [1]}        # dict subclasses come back as dict
+    assert type(o["nt"]) is tuple and o["nt"] == (1, 2)           # namedtuples as tuples
 
 
 def test_roundtrip_path(tmp_path):
@@ -323,6 +327,8 @@ def test_unsupported_object_raises_before_touching_file(tmp_path):
         S.save({"x": object()}, p)
     with pytest.raises(TypeError, match="from_numpy"):
         S.save({"x": np.ones(2)}, p)
+    with pytest.raises(TypeError, match="frozenset"):
+        S.save(frozenset([1]), p)
     assert p.read_bytes() == before
     assert os.listdir(tmp_path) == ["keep.pt"]
 
@@ -684,6 +690,7 @@ for path in sys.argv[1:]:
     assert o["scalars"][17] == b"\x00\xff" and o["scalars"][19] == {3, 4}
     assert torch.equal(o["deep"][0][0][0]["x"][0], torch.tensor([1]))
     assert type(o["size"]) is torch.Size and o["size"] == (2, 3)
+    assert o["counter"] == {"a": 2, "b": 1} and o["dd"] == {"k": [1]} and o["nt"] == (1, 2)
     p = o.get("param")
     if p is not None:
         assert isinstance(p, torch.nn.Parameter) and p.requires_grad

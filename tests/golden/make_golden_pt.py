@@ -75,7 +75,8 @@ def skeleton(x, path, arrays, keys):
                 "shape": list(x.shape), "stride": list(x.stride()), "offset": x.storage_offset(),
                 "requires_grad": x.requires_grad, "storage": keys.setdefault(st.data_ptr(), len(keys))}
     if isinstance(x, dict):
-        return {"dict": type(x).__name__, "items": [[k, skeleton(v, f"{path}/{k}", arrays, keys)] for k, v in x.items()],
+        items = [[k, skeleton(v, f"{path}/{k}", arrays, keys)] for k, v in x.items()]
+        return {"dict": type(x).__name__, "items": items,
                 "attrs": {k: v for k, v in vars(x).items()} if type(x) is collections.OrderedDict else {}}
     if isinstance(x, torch.Size):
         return {"size": list(x)}
