@@ -12,6 +12,7 @@ import numpy as np
 
 import cltorch
 from cltorch._dtype import from_numpy_dtype
+from cltorch._tensor import contiguous_strides
 
 from ._pickle import batch_array, host_view
 
@@ -44,19 +45,45 @@ def _stack_host(arrays, shape_of_entry, np_dtype):
 def collate_tensor_fn(batch, *, collate_fn_map=None):
     """Stacks tensors along a new dim 0; the dtype is PyTorch's promotion of their dtypes.
 
-    cpu tensors are stacked on the host; tensors on an OpenCL device, or needing grad, by ``cltorch.stack``.
-    Raises RuntimeError naming both sizes when the shapes differ.
+    cpu tensors are stacked on the host (numpy copies into the batch's memory); tensors on an OpenCL
+    device, or needing grad, by ``cltorch.stack``. Raises RuntimeError naming both sizes when shapes differ.
     """
     elem = batch[0]
     if elem.device.type != "cpu" or any(t.requires_grad for t in batch):
         return cltorch.stack(batch, 0)
     dt = elem.dtype
-    for t in batch:
+    shape = elem._shape
+    for i, t in enumerate(batch):
         if t.dtype is not dt:
             dt = cltorch.promote_types(dt, t.dtype)
-    arrays = [host_view(t) for t in batch]
-    out = _stack_host(arrays, lambda i: tuple(batch[i].shape), dt.np)
+        if t._shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                               f"and {list(t._shape)} at entry {i}")
+    out = batch_array((len(batch),) + tuple(shape), dt.np)
+    _fill_rows(out, batch, shape)
     return cltorch.from_numpy(out)
+
+
+def _fill_rows(out, batch, shape):
+    """out[i] = batch[i] for cpu tensors; contiguous ones are copied as flat slices of their storage."""
+    n = 1
+    for s in shape:
+        n *= s
+    flat = out.reshape(len(batch), n)
+    cstrides = contiguous_strides(shape)
+    synced = set()
+    for i, t in enumerate(batch):
+        st = t._storage
+        rt = st._rt
+        if rt is not None and rt.pending and id(rt) not in synced:
+            st.host_sync()
+            synced.add(id(rt))
+        host = st.host
+        if host is not None and (t._stride == cstrides or n <= 1):
+            off = t._offset
+            flat[i] = host[off:off + n]
+        else:
+            out[i] = host_view(t)
 
 
 def collate_numpy_array_fn(batch, *, collate_fn_map=None):

@@ -32,10 +32,20 @@ def _tensor_type():
 
 
 def host_view(t):
-    """A numpy view (no copy) of cpu tensor ``t``'s elements, with its strides."""
-    if t.requires_grad:
-        t = t.detach()
-    return t.numpy()
+    """A numpy view (no copy) of cpu tensor ``t``'s elements, with its strides (waits for its queue).
+
+    Built with ``np.ndarray(buffer=...)`` over the storage's host array: ~1 us, where
+    ``as_strided`` costs ~10 us, which matters once per sample in collation."""
+    st = t._storage
+    host = st.host
+    if host is None or not host.flags.c_contiguous:
+        return t._host_view()
+    rt = st._rt
+    if rt is not None and rt.pending:
+        st.host_sync()
+    isz = host.itemsize
+    return np.ndarray(t._shape, host.dtype, buffer=host, offset=t._offset * isz,
+                      strides=[s * isz for s in t._stride])
 
 
 def _addr(a):
