@@ -69,7 +69,7 @@ __kernel void optim_step(
         g = g + weight_decay * p;
 % endif
 % if F["momentum"]:
-        ${ct} b = first ? g : (${ct})${S["momentum_buffer"]}[i] * momentum + one_minus_dampening * g;
+        ${ct} b = (first != 0) ? g : (${ct})${S["momentum_buffer"]}[i] * momentum + one_minus_dampening * g;
         ${S["momentum_buffer"]}[i] = (${st})b;
 % if F["nesterov"]:
         g = g + momentum * b;
@@ -107,7 +107,7 @@ __kernel void optim_step(
 % else:
         ## radam: rectified when rho_t > 5 (host decides, passes rectify = 0/1)
         ${ct} bm = m / bc1;
-        if (rectify) {
+        if (rectify != 0) {
             p = p - bm * lr * (bc2_sqrt / (sqrt(v) + eps)) * rect;
         } else {
             p = p - bm * lr;

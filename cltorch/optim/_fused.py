@@ -12,6 +12,8 @@ Requirements checked by :func:`fusable`: the parameter, its gradient and every s
 contiguous, on one device, of the parameter's floating dtype (float32 or float64). The optimizers fall
 back to a contiguous copy otherwise (see ``Optimizer._apply``).
 """
+from collections import deque
+
 import numpy as np
 
 __all__ = ["ALGOS", "state_names", "fused_step", "fusable", "kernel_for", "DEFAULT_SLOTS"]
@@ -54,6 +56,25 @@ def _full_flags(flags):
 
 
 _kernels = {}
+
+# Host (cpu) storages are numpy arrays behind CL_MEM_USE_HOST_PTR buffers: if the last Python reference to
+# one (e.g. a gradient replaced by zero_grad) goes away while a queued kernel still reads it, numpy frees the
+# memory under the kernel. Until the storage layer defers such frees itself, the launches keep references to
+# the tensors they use until their event reports completion.
+_inflight = deque()
+
+
+def _retain(evt, refs):
+    import pyopencl as cl
+    done = cl.command_execution_status.COMPLETE
+    while _inflight:
+        try:
+            if _inflight[0][0].command_execution_status != done:
+                break
+        except cl.Error:
+            pass
+        _inflight.popleft()
+    _inflight.append((evt, refs))
 
 
 def kernel_for(rt, algo, flags, dtype, slots=None, elems=None):
@@ -142,8 +163,10 @@ def fused_step(algo, flags, params, grads, states, scalars, slots=None, elems=No
                 for t in st:
                     args += [t._storage.cl_buffer(), 0]
                 args += [0, total]
-        rt.launch(k, (total * ls,), (ls,), *args, *tail)
+        evt = rt.launch(k, (total * ls,), (ls,), *args, *tail)
         launches += 1
+        if any(it[0]._storage.host is not None or it[1]._storage.host is not None for it in chunk):
+            _retain(evt, chunk)
         for p, g, st in chunk:
             p._storage.version += 1
             for t in st:

@@ -308,8 +308,8 @@ class Optimizer:
     def load_state_dict(self, state_dict):
         """Load a state returned by :meth:`state_dict` (possibly saved on another device).
 
-        State tensors move to their parameter's device (and, when floating, dtype) and are made contiguous;
-        ``"step"`` stays a cpu tensor. Raises ValueError when the number of groups or a group's size
+        State tensors move to their parameter's device (and, when floating, dtype) and are made contiguous
+        (a tensor already there is used as is, as in PyTorch); ``"step"`` is copied to a new 0-d cpu tensor. Raises ValueError when the number of groups or a group's size
         differs.
         """
         state_dict = dict(state_dict)
@@ -436,11 +436,10 @@ def _typename(x):
 
 # ---------------------------------------------------------------------- step counters
 def _as_step(value):
-    """A 0-d float32 cpu tensor holding ``value`` (PyTorch keeps ``state["step"]`` so)."""
+    """A new 0-d float32 cpu tensor holding ``value`` (PyTorch keeps ``state["step"]`` so). Loading a state
+    dict copies its step counters, so two optimizers loaded from one dict never share a counter."""
     from .. import tensor, float32
     if _is_tensor(value):
-        if value.device.type == "cpu" and value.dtype is float32 and value.dim() == 0:
-            return value
         value = value.item()
     return tensor(float(value), dtype=float32)
 
