@@ -17,6 +17,8 @@ from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled
 from . import cl
+from . import serialization
+from .serialization import save, load
 
 __version__ = "0.1.0"
 

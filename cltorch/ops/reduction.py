@@ -156,6 +156,6 @@ def identity_value(identity, finish, dt):
         v = float(eval(identity.replace("f", "") if identity.endswith("f") else identity, {}, env))  # noqa: S307
     except Exception:
         v = 0.0
-    if "/ nred" in finish or "/nred" in finish:
+    if "nred" in finish:
         return float("nan")
     return v

@@ -1,0 +1,34 @@
+"""Shared test setup: the device list, a Hypothesis CI profile, helpers to compare with numpy."""
+import os
+
+import numpy as np
+import pytest
+
+try:
+    from hypothesis import settings
+    settings.register_profile("ci", deadline=None, derandomize=True, max_examples=25, print_blob=True)
+    settings.register_profile("dev", deadline=None, max_examples=50)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:  # pragma: no cover
+    pass
+
+import cltorch
+
+DEVICES = ["cpu"] + [f"cl:{i}" for i in range(cltorch.cl.device_count())]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def to_np(t):
+    """A tensor's values as a numpy array (any device)."""
+    return np.asarray(t.detach().cpu().numpy())
+
+
+def assert_close(t, ref, rtol=1e-5, atol=1e-6):
+    got = to_np(t) if isinstance(t, cltorch.Tensor) else np.asarray(t)
+    ref = np.asarray(ref)
+    assert got.shape == ref.shape, f"shape {got.shape} != {ref.shape}"
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol, equal_nan=True)
