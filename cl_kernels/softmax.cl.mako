@@ -29,8 +29,8 @@ __kernel void softmax_fwd(__global ${T}* out, long out_off,
     ${CT} s = 0;
     for (long r = 0; r < R; ++r) s += exp((${CT})x[r * sr] - ms);
 % if log:
-    ${CT} lse = ms + log(s);
-    for (long r = 0; r < R; ++r) y[r * inner] = (${T})((${CT})x[r * sr] - lse);
+    ${CT} ls = log(s);
+    for (long r = 0; r < R; ++r) y[r * inner] = (${T})(((${CT})x[r * sr] - ms) - ls);
 % else:
 % if safe:
     ${CT} inv = (s > 0) ? (${CT})1 / s : (${CT})0;
