@@ -49,19 +49,20 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         for i in diff:
             x = inputs[i]
             num = np.zeros((x.numel(), on))
-            from .. import no_grad
-            with no_grad():
-                flat = x.detach().reshape(-1) if x.is_contiguous() else None
-                if flat is None:
-                    raise GradcheckError("gradcheck needs contiguous inputs")
-                base = np.asarray(flat.tolist(), dtype=np.float64)
-                for k in range(x.numel()):
-                    flat[k] = base[k] + eps
-                    plus = np.asarray(_flat_outputs(func(*inputs))[oi].tolist(), dtype=np.float64).reshape(-1)
-                    flat[k] = base[k] - eps
-                    minus = np.asarray(_flat_outputs(func(*inputs))[oi].tolist(), dtype=np.float64).reshape(-1)
-                    flat[k] = base[k]
-                    num[k] = (plus - minus) / (2 * eps)
+            if not x.is_contiguous():
+                raise GradcheckError("gradcheck needs contiguous inputs")
+            flat = x.detach().reshape(-1)   # shares x's storage: writes perturb x without autograd
+            base = np.asarray(flat.tolist(), dtype=np.float64)
+
+            def value():
+                return np.asarray(_flat_outputs(func(*inputs))[oi].detach().tolist(), dtype=np.float64).reshape(-1)
+            for k in range(x.numel()):
+                flat[k] = base[k] + eps
+                plus = value()
+                flat[k] = base[k] - eps
+                minus = value()
+                flat[k] = base[k]
+                num[k] = (plus - minus) / (2 * eps)
             if not np.allclose(ana[i], num, atol=atol, rtol=rtol):
                 msg = (f"Jacobian mismatch for output {oi} with respect to input {i},\nnumerical:{num}\n"
                        f"analytical:{ana[i]}\n")

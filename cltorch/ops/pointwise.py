@@ -389,20 +389,16 @@ def _unary_forward(name, expr, rule):
         cdt = _ct(rdt if rule != "bool" else dt)
         if rule == "same" and dt is D.bool:
             cdt = D.uint8
-        if ctx is not None:
-            ctx.save_for_backward(a)
-            ctx.keep_out = None
         out = pointwise(_render(expr, cdt), [a], rdt, cdt, out=out)
         if ctx is not None:
-            ctx.out_ref = out
+            ctx.save_for_backward(a, out)
         return out
     return forward
 
 
 def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=False):
     def bw(ctx, g):
-        (a,) = ctx.saved_tensors
-        o = ctx.out_ref if uses_out else None
+        a, o = ctx.saved_tensors
         return (backward(a, o, g),)
     op = register(name, _unary_forward(name, expr, rule), bw if backward is not None else None)
 
