@@ -158,7 +158,7 @@ def _torch_numbers(args, transform):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=2, help="timed epochs per configuration (0: skip throughput)")
     p.add_argument("--workers", type=int, nargs="+", default=[0, 2])
     p.add_argument("--transform", choices=["tensor", "numpy", "both"], default="both")
     p.add_argument("--lib", choices=["cltorch", "torch"], default=None, help="run one library only (internal)")
@@ -173,8 +173,9 @@ def main():
         print(json.dumps(r) if args.json else r)
         return
 
-    print(f"DataLoader: {N} samples x {D} float32, batch {BATCH}, shuffle, median of {args.epochs} epochs")
-    for tf in transforms:
+    if args.epochs:
+        print(f"DataLoader: {N} samples x {D} float32, batch {BATCH}, shuffle, median of {args.epochs} epochs")
+    for tf in transforms if args.epochs else []:
         ours = throughput("cltorch", tf, args.workers, args.epochs)
         theirs = _torch_numbers(args, tf)
         print(f"\ntransform: {tf}")

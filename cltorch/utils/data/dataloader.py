@@ -618,7 +618,14 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                    self._worker_init_fn)
         forked = ctx.get_start_method() == "fork"
         if not forked:
-            payload, res.owned = _pickle.dumps_dataset(payload, res.prefix)
+            try:
+                payload, res.owned = _pickle.dumps_dataset(payload, res.prefix)
+            except Exception as e:
+                if hasattr(e, "add_note"):
+                    e.add_note(f"DataLoader workers started by {ctx.get_start_method()} receive the dataset, "
+                               "collate_fn and worker_init_fn pickled: define them at module level (no lambdas or "
+                               "local classes), or use num_workers=0.")
+                raise
         try:
             for wid in range(self._num_workers):
                 iq = ctx.Queue()
