@@ -22,48 +22,24 @@ ${c.preamble([st, ct])}
 ## torch.maximum propagates NaN (fmax would drop it)
 #define NANMAX(a, b) nan_max_${sfx}((a), (b))
 
-__kernel void optim_step(
-% for s in range(slots):
-    __global ${st}* p${s}, long po${s}, __global const ${st}* g${s}, long go${s},
+<% S = {name: f"S{k}" for k, name in enumerate(states)} %>
+## The update of elements i0, i0 + ls, ... (elems of them) of one tensor. Called from one branch per slot with
+## the slot's own kernel arguments, so each branch is a straight loop over work-items with uniform pointers.
+inline void optim_update(__global ${st}* restrict P, __global const ${st}* restrict G,
 % for k in range(len(states)):
-    __global ${st}* s${k}_${s}, long so${k}_${s},
-% endfor
-    long n${s},
-% if s > 0:
-    int gs${s},
-% endif
+    __global ${st}* restrict S${k},
 % endfor
 % for name in scalars:
-    ${ct} ${name},
+    const ${ct} ${name},
 % endfor
-    int unused_)
+    const long n, const long i0, const long ls)
 {
-    const int grp = get_group_id(0);
-    __global ${st}* P;
-    __global const ${st}* G;
-% for k in range(len(states)):
-    __global ${st}* S${k};
-% endfor
-    long n;
-    int base;
-% for s in range(slots):
-    ${"if" if s == 0 else "else if"} (${f"grp < gs{s + 1}" if s + 1 < slots else "1"}) {
-        P = p${s} + po${s}; G = g${s} + go${s};
-% for k in range(len(states)):
-        S${k} = s${k}_${s} + so${k}_${s};
-% endfor
-        n = n${s}; base = ${"0" if s == 0 else f"gs{s}"};
-    }
-% endfor
-    const long ls = get_local_size(0);
-    const long i0 = (long)(grp - base) * ls * ${elems} + get_local_id(0);
 % for e in range(elems):
     {
     const long i = i0 + ${e} * ls;
     if (i < n) {
         ${ct} p = (${ct})P[i];
         ${ct} g = ${"-" if F["maximize"] else ""}(${ct})G[i];
-<% S = {name: f"S{k}" for k, name in enumerate(states)} %>
 % if algo == "sgd":
 % if F["wd"]:
         g = g + weight_decay * p;
@@ -156,6 +132,39 @@ __kernel void optim_step(
 % endif
         P[i] = (${st})p;
     }
+    }
+% endfor
+}
+
+__kernel void optim_step(
+% for s in range(slots):
+    __global ${st}* p${s}, long po${s}, __global const ${st}* g${s}, long go${s},
+% for k in range(len(states)):
+    __global ${st}* s${k}_${s}, long so${k}_${s},
+% endfor
+    long n${s},
+% if s > 0:
+    int gs${s},
+% endif
+% endfor
+% for name in scalars:
+    ${ct} ${name},
+% endfor
+    int unused_)
+{
+    const int grp = get_group_id(0);
+    const long ls = get_local_size(0);
+    const long lid = get_local_id(0);
+% for s in range(slots):
+    ${"if" if s == 0 else "else if"} (${f"grp < gs{s + 1}" if s + 1 < slots else "1"}) {
+        optim_update(p${s} + po${s}, g${s} + go${s},
+% for k in range(len(states)):
+            s${k}_${s} + so${k}_${s},
+% endfor
+% for name in scalars:
+            ${name},
+% endfor
+            n${s}, (long)(grp - ${"0" if s == 0 else f"gs{s}"}) * ls * ${elems} + lid, ls);
     }
 % endfor
 }

@@ -209,6 +209,15 @@ def test_algorithm_matches_reference(name, device, wd):
     _run_case(name, device, wd)
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_algorithm_multi_tensor_launch(name, monkeypatch):
+    """The 8-slot multi-tensor kernel (the GPU default) against the reference, on the last device."""
+    from cltorch.optim import _fused
+    real = _fused.fused_step
+    monkeypatch.setattr(_fused, "fused_step", lambda *a, **k: real(*a, **{**k, "slots": 8}))
+    _run_case(name, DEVICES[-1], 0.1)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_adam_state_matches_reference(device):
     opt, params, ref_s = _run_case("adam_amsgrad_max", device, 0.1)
@@ -232,9 +241,10 @@ def test_float64_params(device):
 
 # ====================================================================== multi-tensor, fallbacks, skipping
 @pytest.mark.parametrize("device", DEVICES)
-def test_many_tensors_one_launch_per_chunk(device):
-    """19 parameters of odd sizes (more than one 8-slot launch; sizes not multiples of the local size),
-    including an empty one, match per-parameter references; launches = ceil(18 / slots)."""
+@pytest.mark.parametrize("slots", [1, 3, 8])
+def test_many_tensors_one_launch_per_chunk(device, slots):
+    """19 parameters of odd sizes (several launches of `slots` tensors; sizes not multiples of the local
+    size), including an empty one, match per-parameter references; launches = ceil(18 / slots)."""
     from cltorch.optim import _fused
     rng = np.random.default_rng(0)
     sizes = [1, 5, 63, 64, 65, 130, 1000, 7, 0, 3, 257, 2, 9, 513, 33, 1, 4, 77, 129]
@@ -243,11 +253,12 @@ def test_many_tensors_one_launch_per_chunk(device):
     params = [cltorch.tensor(a, device=device, requires_grad=True) for a in p0]
     for p, g in zip(params, g0):
         p.grad = cltorch.tensor(g, device=device)
-    opt = optim.AdamW(params, lr=0.01)
+    opt = optim.AdamW(params, lr=0.01, amsgrad=True)
     calls = []
     real = _fused.fused_step
 
     def spy(*a, **k):
+        k["slots"] = slots
         n = real(*a, **k)
         calls.append(n)
         return n
@@ -257,11 +268,9 @@ def test_many_tensors_one_launch_per_chunk(device):
         opt.step()
     finally:
         _fused.fused_step = real
-    slots = _fused.kernel_for(params[0]._runtime(), "adam", dict(wd=True, decoupled=True, amsgrad=False,
-                                                                 maximize=False), params[0].dtype)[3]
     assert calls == [math.ceil(18 / slots)]
     for p, a, g in zip(params, p0, g0):
-        want = ref_adamw(a.astype(np.float64), g.astype(np.float64), {}, 1, 0.01)
+        want = ref_adamw(a.astype(np.float64), g.astype(np.float64), {}, 1, 0.01, amsgrad=True)
         np.testing.assert_allclose(p.detach().cpu().numpy(), want, rtol=RTOL, atol=ATOL)
 
 

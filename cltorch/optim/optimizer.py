@@ -309,8 +309,8 @@ class Optimizer:
         """Load a state returned by :meth:`state_dict` (possibly saved on another device).
 
         State tensors move to their parameter's device (and, when floating, dtype) and are made contiguous
-        (a tensor already there is used as is, as in PyTorch); ``"step"`` is copied to a new 0-d cpu tensor. Raises ValueError when the number of groups or a group's size
-        differs.
+        (a tensor already there is used as is, as in PyTorch); ``"step"`` is copied to a new 0-d cpu tensor.
+        Raises ValueError when the number of groups or a group's size differs.
         """
         state_dict = dict(state_dict)
         for hook in self._optimizer_load_state_dict_pre_hooks.values():
@@ -401,13 +401,14 @@ class Optimizer:
             key = (p.device, p.dtype, tuple(scalars))
             buckets.setdefault(key, []).append((p, g, states))
         for (_, _, scalars), its in buckets.items():
-            direct = [it for it in its if _fused.fusable(it[0], it[1], it[2])]
+            direct, copied = [], []
+            for it in its:
+                (direct if _fused.fusable(*it) else copied).append(it)
             if direct:
                 _fused.fused_step(algo, flags, [it[0] for it in direct], [it[1] for it in direct],
                                   [it[2] for it in direct], scalars)
-            for p, g, states in its:
-                if not _fused.fusable(p, g, states):
-                    self._apply_copied(algo, flags, p, g, states, scalars)
+            for p, g, states in copied:
+                self._apply_copied(algo, flags, p, g, states, scalars)
 
     @staticmethod
     def _apply_copied(algo, flags, p, g, states, scalars):

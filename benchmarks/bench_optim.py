@@ -1,0 +1,117 @@
+"""AdamW step over N parameters split into T tensors: fused multi-tensor launch (8 tensors per launch) vs one
+launch per tensor (the same kernel) vs torch's AdamW(foreach=True) where torch is importable; and the bandwidth
+bound. "default for device" is what cltorch.optim uses on that device (profile [optim] slots; 1 on CPU
+devices, 8 elsewhere).
+
+The bound: an AdamW step reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq, so
+7 * itemsize bytes per parameter; divided by the bandwidth of an elementwise ``a + b`` on the same device
+(3 * itemsize bytes per element), measured here the way bench_elementwise measures it.
+
+    python benchmarks/bench_optim.py [--numel 10000000] [--tensors 100] [--iters 15] [--device cl]
+    python benchmarks/bench_optim.py --torch-only     # torch's numbers alone (needs no OpenCL)
+
+Prints ms per step (median) and the ratio of the fused step to the bound.
+"""
+import argparse
+import statistics
+import time
+
+
+def _median_ms(fn, sync, iters, warmup=2):
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def bench_torch(numel, tensors, iters):
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    n = numel // tensors
+    ps = [torch.randn(n, requires_grad=True) for _ in range(tensors)]
+    for p in ps:
+        p.grad = torch.randn(n)
+    opt = torch.optim.AdamW(ps, lr=1e-3, foreach=True)
+    return _median_ms(opt.step, lambda: None, iters), torch.get_num_threads()
+
+
+def bench_cltorch(numel, tensors, iters, device):
+    import numpy as np
+
+    import cltorch
+    import cltorch.optim  # noqa: F401  (cltorch does not import optim itself yet)
+    from cltorch.optim import _fused
+
+    dev = cltorch.device(device)
+    n = numel // tensors
+    rng = np.random.default_rng(0)
+    ps = [cltorch.tensor(rng.standard_normal(n, dtype=np.float32), device=dev, requires_grad=True)
+          for _ in range(tensors)]
+    for p in ps:
+        p.grad = cltorch.tensor(rng.standard_normal(n, dtype=np.float32), device=dev)
+    sync = cltorch.cl.synchronize
+    res = {}
+
+    opt = cltorch.optim.AdamW(ps, lr=1e-3)
+    opt.step()
+    real = _fused.fused_step
+    for label, slots in (("multi-tensor (8/launch)", 8), ("per-tensor launch", 1), ("default for device", None)):
+        if slots is not None:
+            _fused.fused_step = lambda *a, _s=slots, **k: real(*a, **{**k, "slots": _s})
+        try:
+            res[label] = _median_ms(opt.step, sync, iters)
+        finally:
+            _fused.fused_step = real
+
+    # Python-side cost of one step (launches queued, device not awaited)
+    sync()
+    t0 = time.perf_counter()
+    opt.step()
+    host_ms = (time.perf_counter() - t0) * 1e3
+    sync()
+
+    # bandwidth of an elementwise a + b over a large tensor
+    m = 8 * 1024 * 1024
+    a = cltorch.tensor(rng.standard_normal(m, dtype=np.float32), device=dev)
+    b = cltorch.tensor(rng.standard_normal(m, dtype=np.float32), device=dev)
+    out = cltorch.empty(m, device=dev)
+    add_ms = _median_ms(lambda: cltorch.add(a, b, out=out), sync, iters)
+    bw = 3 * 4 * m / (add_ms * 1e-3)            # bytes/s
+    bound_ms = 7 * 4 * numel / bw * 1e3
+    return res, host_ms, bw, bound_ms, str(dev)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--numel", type=int, default=10_000_000)
+    ap.add_argument("--tensors", type=int, default=100)
+    ap.add_argument("--iters", type=int, default=15)
+    ap.add_argument("--device", default="cl")
+    ap.add_argument("--torch-only", action="store_true")
+    args = ap.parse_args()
+    print(f"AdamW step, {args.numel:,} float32 parameters in {args.tensors} tensors, median of {args.iters}")
+    if not args.torch_only:
+        res, host_ms, bw, bound_ms, dev = bench_cltorch(args.numel, args.tensors, args.iters, args.device)
+        print(f"device {dev}: elementwise bandwidth {bw / 1e9:.1f} GB/s -> bound {bound_ms:.2f} ms/step "
+              f"(7 x 4 bytes per parameter)")
+        for k, v in res.items():
+            print(f"  cltorch {k:20s} {v:8.2f} ms/step   {v / bound_ms:5.2f} x bound")
+        print(f"  host time to queue one fused step: {host_ms:.2f} ms")
+    tr = bench_torch(args.numel, args.tensors, args.iters)
+    if tr is None:
+        print("  torch AdamW(foreach=True): torch is not installed")
+    else:
+        print(f"  torch AdamW(foreach=True) on cpu ({tr[1]} threads) {tr[0]:8.2f} ms/step")
+
+
+if __name__ == "__main__":
+    main()
