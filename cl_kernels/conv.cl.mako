@@ -1,0 +1,187 @@
+## Convolution kernels (cltorch/ops/conv.py launches them).
+##
+## Geometry, shared by every kernel here. A 2-D convolution with G groups maps x [N, G*CIg, H, W] to
+## y [N, G*COg, OH, OW]:
+##     y[n, g*COg+o, oh, ow] = sum_{c, i, j} w[g*COg+o, c, i, j] * x[n, g*CIg+c, oh*sh - ph + i*dh, ow*sw - pw + j*dw]
+## with x read as zero outside [0, H) x [0, W) (so ph/pw are the top/left pads; bottom/right pads only show in
+## OH/OW, which the host passes). The "transposed" direction is its adjoint (conv_transpose2d, and the gradient
+## of a convolution with respect to its input):
+##     z[n, g*CIg+c, h, w] = sum_{o, i, j} w[g*COg+o, c, i, j] * u[n, g*COg+o, (h + ph - i*dh)/sh, (w + pw - j*dw)/sw]
+## over the (i, j) for which the divisions are exact and land inside u.
+##
+## Two ways to compute them:
+##   * conv_direct / conv_direct_t: "implicit GEMM", no im2col buffer. The GEMM view is
+##         out[(n, p), co] = sum_k A[(n, p), k] * WT[k, co],
+##     A being the im2col matrix (never stored) and WT the weights reordered by conv_prep_w into
+##     [G][KH*KW*CI + 1][Opad] (row k = (i*KW + j)*CI + c; the extra last row holds the bias; columns padded
+##     with zeros to Opad, a multiple of NR = nv*vw). Each work-item computes mr output positions x NR
+##     output channels with nv vector accumulators per position, the register-blocking scheme of BLIS-like
+##     CPU micro-kernels (Van Zee & van de Geijn, ACM TOMS 41(3), 2015) applied to convolution as in
+##     "implicit GEMM" convolution (Chetlur et al., "cuDNN: Efficient Primitives for Deep Learning", 2014).
+##     The loop runs over (i, j) outside and over channels inside, so bounds are tested once per (i, j, position):
+##     an out-of-range tap reads a one-element zero buffer with stride 0 instead of branching in the inner loop.
+##   * im2col / col2im for the explicit im2col + GEMM path (cltorch/ops/_gemm.py does the product):
+##     col[n, g, k, p] with k = (c*KH + i)*KW + j (PyTorch's weight order) and p = oh*OW + ow, at
+##     c_off + n*c_sn + g*c_sg + k*c_sk + p*c_sp (any layout the host wants); col2im sums a column matrix back
+##     into the image (the adjoint of im2col), one work-item per image element (a gather, no atomics).
+##
+## Template parameters: dt ("float" or "double"), idx ("int" or "long": the index type), vw (vector width),
+## nv (vectors per position), mr (positions per work-item).
+<%namespace name="c" file="common.cl.mako"/>
+${c.preamble((dt,))}
+<%
+    NR = nv * vw
+    VT = dt + (str(vw) if vw > 1 else "")
+    lanes = "0123456789abcdef"
+    def lane(v, e):
+        return v if vw == 1 else "%s.s%s" % (v, lanes[e])
+%>
+typedef ${idx} I;
+
+// WT[g][k][o], k = (i*KW + j)*CI + c for k < K = KH*KW*CI, row K = bias; o < Opad (zero past CO).
+// The weight element for group g, kernel-input channel c, kernel-output channel o, tap (i, j) is
+// W[w_off + g*w_gs + c*w_ci + o*w_co + i*w_i + j*w_j]. One work-item per WT element: (o, k, g).
+__kernel void conv_prep_w(__global const ${dt}* W, I w_off, I w_gs, I w_ci, I w_co, I w_i, I w_j,
+                          __global const ${dt}* B, I b_off, I b_st, int has_bias,
+                          __global ${dt}* WT, int CI, int CO, int KH, int KW, int Opad)
+{
+    int o = get_global_id(0), k = get_global_id(1), g = get_global_id(2);
+    int K = KH * KW * CI;
+    if (o >= Opad || k > K) return;
+    ${dt} v = (${dt})0;
+    if (o < CO) {
+        if (k == K) {
+            if (has_bias) v = B[b_off + (I)(g * CO + o) * b_st];
+        } else {
+            int t = k / CI, cc = k - t * CI;
+            int i = t / KW, j = t - i * KW;
+            v = W[w_off + (I)g * w_gs + (I)cc * w_ci + (I)o * w_co + (I)i * w_i + (I)j * w_j];
+        }
+    }
+    WT[((I)g * (K + 1) + k) * Opad + o] = v;
+}
+
+% for tr in (0, 1):
+<% name = "conv_direct_t" if tr else "conv_direct" %>
+// ${"transposed (adjoint) direction" if tr else "forward direction"}: out [N, G*CO, OH, OW] contiguous at
+// y_off; in read through its strides; (H, W) is in's spatial size. Work-item: (position block, channel
+// block, n*G + g).
+__kernel void ${name}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
+                          __global const ${dt}* WT, __global ${dt}* Y, I y_off, __global const ${dt}* Z,
+                          int G, int CI, int CO, int H, int W, int OH, int OW, int KH, int KW,
+                          int sh, int sw, int ph, int pw, int dh, int dw, int Opad)
+{
+    int pb = get_global_id(0), cb = get_global_id(1), ng = get_global_id(2);
+    int P = OH * OW;
+    int p0 = pb * ${mr};
+    if (p0 >= P) return;
+    int n = ng / G, g = ng - n * G;
+    int K = KH * KW * CI;
+    __global const ${dt}* xb = X + x_off + (I)n * x_sn + (I)(g * CI) * x_sc;
+    __global const ${VT}* wp = (__global const ${VT}*)(WT + (I)g * (K + 1) * Opad + cb * ${NR});
+    int wrow = Opad / ${vw};
+% for r in range(mr):
+    int q${r} = min(p0 + ${r}, P - 1);
+    int oh${r} = q${r} / OW, ow${r} = q${r} - oh${r} * OW;
+% if tr:
+    int bh${r} = oh${r} + ph, bw${r} = ow${r} + pw;
+% else:
+    int bh${r} = oh${r} * sh - ph, bw${r} = ow${r} * sw - pw;
+% endif
+% for v in range(nv):
+    ${VT} acc${r}_${v} = wp[(I)K * wrow + ${v}];
+% endfor
+% endfor
+    for (int i = 0; i < KH; i++) {
+        for (int j = 0; j < KW; j++) {
+% for r in range(mr):
+% if tr:
+            int th${r} = bh${r} - i * dh, tw${r} = bw${r} - j * dw;
+            int ih${r} = th${r} / sh, iw${r} = tw${r} / sw;
+            int ok${r} = th${r} >= 0 && tw${r} >= 0 && ih${r} * sh == th${r} && iw${r} * sw == tw${r} &&
+                         ih${r} < H && iw${r} < W;
+% else:
+            int ih${r} = bh${r} + i * dh, iw${r} = bw${r} + j * dw;
+            int ok${r} = ih${r} >= 0 && ih${r} < H && iw${r} >= 0 && iw${r} < W;
+% endif
+            __global const ${dt}* xp${r} = ok${r} ? xb + (I)ih${r} * x_sh + (I)iw${r} * x_sw : Z;
+            I xs${r} = ok${r} ? x_sc : 0;
+% endfor
+            __global const ${VT}* wq = wp + (I)((i * KW + j) * CI) * wrow;
+            for (int cc = 0; cc < CI; cc++) {
+% for v in range(nv):
+                ${VT} b${v} = wq[${v}];
+% endfor
+% for r in range(mr):
+                { ${dt} a = *xp${r};
+% for v in range(nv):
+                  acc${r}_${v} += a * b${v};
+% endfor
+                  xp${r} += xs${r}; }
+% endfor
+                wq += wrow;
+            }
+        }
+    }
+    __global ${dt}* yb = Y + y_off + (I)(n * G + g) * CO * P;
+    int o0 = cb * ${NR};
+% for r in range(mr):
+    if (p0 + ${r} < P) {
+% for v in range(nv):
+% for e in range(vw):
+        if (o0 + ${v * vw + e} < CO) yb[(I)(o0 + ${v * vw + e}) * P + p0 + ${r}] = ${lane("acc%d_%d" % (r, v), e)};
+% endfor
+% endfor
+    }
+% endfor
+}
+% endfor
+
+// col[n, g, k, p] = x[n, g*CI + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (zero outside), k = (c*KH + i)*KW + j.
+// Work-item: (p, k, n*G + g), n counted from the chunk start (x_off and c_off point at the chunk).
+__kernel void im2col(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
+                     __global ${dt}* Col, I c_off, I c_sn, I c_sg, I c_sk, I c_sp,
+                     int G, int CI, int H, int W, int OH, int OW, int KH, int KW,
+                     int sh, int sw, int ph, int pw, int dh, int dw)
+{
+    int p = get_global_id(0), k = get_global_id(1), ng = get_global_id(2);
+    if (p >= OH * OW || k >= CI * KH * KW) return;
+    int n = ng / G, g = ng - n * G;
+    int cc = k / (KH * KW), t = k - cc * (KH * KW);
+    int i = t / KW, j = t - i * KW;
+    int oh = p / OW, ow = p - oh * OW;
+    int ih = oh * sh - ph + i * dh, iw = ow * sw - pw + j * dw;
+    ${dt} v = (${dt})0;
+    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+        v = X[x_off + (I)n * x_sn + (I)(g * CI + cc) * x_sc + (I)ih * x_sh + (I)iw * x_sw];
+    Col[c_off + (I)n * c_sn + (I)g * c_sg + (I)k * c_sk + (I)p * c_sp] = v;
+}
+
+// The adjoint of im2col: x[n, g*CI + c, h, w] = sum over the taps (i, j) and positions p that read it of
+// col[n, g, k, p]. x is written contiguous [N, G*CI, H, W] at x_off. Work-item: (h*W + w, g*CI + c, n).
+__kernel void col2im(__global const ${dt}* Col, I c_off, I c_sn, I c_sg, I c_sk, I c_sp,
+                     __global ${dt}* X, I x_off,
+                     int G, int CI, int H, int W, int OH, int OW, int KH, int KW,
+                     int sh, int sw, int ph, int pw, int dh, int dw)
+{
+    int hw = get_global_id(0), ch = get_global_id(1), n = get_global_id(2);
+    if (hw >= H * W) return;
+    int h = hw / W, w = hw - h * W;
+    int g = ch / CI, cc = ch - g * CI;
+    __global const ${dt}* cb = Col + c_off + (I)n * c_sn + (I)g * c_sg + (I)(cc * KH * KW) * c_sk;
+    ${dt} acc = (${dt})0;
+    for (int i = 0; i < KH; i++) {
+        int th = h + ph - i * dh;
+        if (th < 0) break;
+        int oh = th / sh;
+        if (oh * sh != th || oh >= OH) continue;
+        for (int j = 0; j < KW; j++) {
+            int tw = w + pw - j * dw;
+            if (tw < 0) break;
+            int ow = tw / sw;
+            if (ow * sw != tw || ow >= OW) continue;
+            acc += cb[(I)(i * KW + j) * c_sk + (I)(oh * OW + ow) * c_sp];
+        }
+    }
+    X[x_off + ((I)n * G * CI + ch) * H * W + hw] = acc;
+}

@@ -1,0 +1,763 @@
+"""Convolutions: ``conv1d``, ``conv2d``, ``conv_transpose1d``, ``conv_transpose2d`` (PyTorch's semantics).
+
+Three registered ops carry everything, and each one's derivative is written with the other two, so
+gradients of any order exist (the "convolution triangle"). With the geometry fixed (stride, top/left
+padding, dilation, groups, input and output sizes) and ``<a, b>`` the sum of elementwise products:
+
+* ``conv(x, w, b)``  -> y: the forward convolution (cross-correlation, as PyTorch computes it);
+* ``conv_t(u, w, b)`` -> z: its adjoint in ``x`` (``<conv(x, w), u> = <x, conv_t(u, w)>``); this is
+  ``conv_transpose2d`` and the gradient of ``conv`` with respect to its input;
+* ``conv_w(x, u)``   -> v: its adjoint in ``w`` (``<conv(x, w), u> = <w, conv_w(x, u)>``); the
+  gradient of ``conv`` with respect to its weight.
+
+so  d conv = (conv_t(g, w), conv_w(x, g), sum g);  d conv_t = (conv(g, w), conv_w(g, u), sum g);
+d conv_w = (conv_t(u, g), conv(x, g)).
+
+Two kernels compute each direction (``cl_kernels/conv.cl.mako``):
+
+* "direct": implicit GEMM with register blocking (no im2col buffer); best for the small channel counts
+  of small CNNs on CPU devices.
+* "gemm": im2col (or col2im) plus the tuned GEMM of ``cltorch/ops/_gemm.py``; best when the GEMM
+  dimensions are large. The batch is processed in chunks so the column buffer stays below
+  ``[conv] col_bytes`` of the device profile.
+
+The choice is made per call by :func:`_algo` (profile keys ``[conv] direct_max_k`` and
+``direct_max_co``); ``set_algorithm("direct" | "gemm" | None)`` forces one (tests use it to check both).
+Only float32 and float64 are computed (float16 inputs are computed in float32 and cast back); integer
+inputs raise RuntimeError as in PyTorch.
+"""
+import numpy as np
+
+from .. import _dtype as D
+from .._dispatch import call, register
+from .._tensor import Tensor
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+
+_TEMPLATE = "conv.cl.mako"
+_INT_MAX = 2 ** 31 - 1
+
+_force = [None]
+
+
+def set_algorithm(name):
+    """Force the convolution algorithm: "direct", "gemm", or None (choose per call). Returns the previous."""
+    if name not in (None, "direct", "gemm"):
+        raise ValueError(f"unknown convolution algorithm {name!r}; expected 'direct', 'gemm' or None")
+    prev = _force[0]
+    _force[0] = name
+    return prev
+
+
+# ----------------------------------------------------------------------------------------------- geometry
+class Geom(tuple):
+    """(G, sh, sw, ph, pw, dh, dw, H, W, OH, OW, KH, KW): groups, stride, top/left padding, dilation, the
+    input (x) and output (y) spatial sizes and the kernel size of one 2-D convolution. Immutable."""
+
+    __slots__ = ()
+
+    def __new__(cls, *vals):
+        return tuple.__new__(cls, tuple(int(v) for v in vals))
+
+    G = property(lambda s: s[0])
+    H = property(lambda s: s[7])
+    W = property(lambda s: s[8])
+    OH = property(lambda s: s[9])
+    OW = property(lambda s: s[10])
+    KH = property(lambda s: s[11])
+    KW = property(lambda s: s[12])
+
+    def launch_args(self):
+        _, sh, sw, ph, pw, dh, dw = self[:7]
+        return sh, sw, ph, pw, dh, dw
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _round_up(a, b):
+    return _cdiv(a, b) * b
+
+
+# ----------------------------------------------------------------------------------------------- launching
+_zero = {}
+
+
+def _zero_buffer(rt):
+    """A 16-byte zero buffer on rt: out-of-range taps of the direct kernels read it."""
+    buf = _zero.get(rt.index)
+    if buf is None:
+        import pyopencl as cl
+        buf = rt.alloc(16)
+        cl.enqueue_copy(rt.queue, buf, np.zeros(2, np.float64), is_blocking=True)
+        _zero[rt.index] = buf
+    return buf
+
+
+_NP = {"float": np.float32, "double": np.float64}
+
+
+def _kernels(rt, dt, idx, cfg):
+    """The conv program's kernels for (dt, idx, vw, nv, mr) (cached by the Runtime)."""
+    I = np.int64 if idx == "long" else np.int32
+    i32 = np.int32
+    params = dict(dt=dt, idx=idx, vw=cfg["vw"], nv=cfg["nv"], mr=cfg["mr"])
+    return {
+        "prep": lambda: rt.kernel(_TEMPLATE, "conv_prep_w", [None, I, I, I, I, I, I, None, I, I, i32, None]
+                                  + [i32] * 5, **params),
+        "direct": lambda: rt.kernel(_TEMPLATE, "conv_direct", [None, I, I, I, I, I, None, None, I, None]
+                                    + [i32] * 16, **params),
+        "direct_t": lambda: rt.kernel(_TEMPLATE, "conv_direct_t", [None, I, I, I, I, I, None, None, I, None]
+                                      + [i32] * 16, **params),
+        "im2col": lambda: rt.kernel(_TEMPLATE, "im2col", [None, I, I, I, I, I, None, I, I, I, I, I] + [i32] * 14,
+                                    **params),
+        "col2im": lambda: rt.kernel(_TEMPLATE, "col2im", [None, I, I, I, I, I, None, I] + [i32] * 14, **params),
+    }
+
+
+_kcache = {}
+
+
+def _kernel(rt, dt, idx, cfg, name):
+    key = (rt.index, dt, idx, cfg["vw"], cfg["nv"], cfg["mr"], name)
+    k = _kcache.get(key)
+    if k is None:
+        k = _kcache[key] = _kernels(rt, dt, idx, cfg)[name]()
+    return k
+
+
+def _config(rt, dt, co):
+    """Register blocking of the direct kernels: vector width vw, vectors per position nv, positions mr."""
+    prof = rt.profile
+    vw = int(prof.get_value("conv", "vw_f64" if dt == "double" else "vw", 4 if dt == "double" else 8))
+    nv = 1 if co <= vw else int(prof.get_value("conv", "nv", 2))
+    mr = int(prof.get_value("conv", "mr", 4))
+    return {"vw": vw, "nv": nv, "mr": mr, "lx": int(prof.get_value("conv", "lx", 8))}
+
+
+def _span(t):
+    """1 + the largest element index t reaches in its storage."""
+    return t._offset + sum((s - 1) * st for s, st in zip(t._shape, t._stride) if s > 0) + 1
+
+
+def _idx_type(*extents):
+    return "long" if max(extents) > _INT_MAX else "int"
+
+
+class _Tmp:
+    """Temporary pooled buffers for one launch sequence (released to the accounting when done; the
+    in-order queue makes reuse by later enqueues safe)."""
+
+    def __init__(self, rt):
+        self.rt, self.n = rt, 0
+        self.keep = []
+
+    def __call__(self, nbytes):
+        b = self.rt.alloc(nbytes)
+        self.n += max(int(nbytes), 1)
+        self.keep.append(b)
+        return b
+
+    def done(self):
+        self.rt.release(self.n)
+        self.n = 0
+        self.keep = []
+
+
+def _dtname(t):
+    return "double" if t.dtype is D.float64 else "float"
+
+
+def _finish(rt, *tensors):
+    """cpu tensors are synchronous (their host memory must never be stale)."""
+    if any(t is not None and t._storage.host is not None for t in tensors):
+        rt.synchronize()
+
+
+def _prep_weight(rt, tmp, w, b, geom, transposed, dt, idx, cfg):
+    """WT [G][K+1][Opad] for the direct kernels (see conv.cl.mako). Returns (buffer, Opad, CI, CO)."""
+    G, KH, KW = geom.G, geom.KH, geom.KW
+    O, Cg = w._shape[0], w._shape[1]
+    Og = O // G
+    s0, s1, s2, s3 = w._stride
+    if transposed:      # kernel input channels: the conv's output channels
+        CI, CO, w_ci, w_co = Og, Cg, s0, s1
+    else:
+        CI, CO, w_ci, w_co = Cg, Og, s1, s0
+    NR = cfg["vw"] * cfg["nv"]
+    Opad = _round_up(CO, NR)
+    K = KH * KW * CI
+    isz = 8 if dt == "double" else 4
+    wt = tmp(G * (K + 1) * Opad * isz)
+    k = _kernel(rt, dt, idx, cfg, "prep")
+    bb = b if b is not None else w
+    rt.launch(k, (Opad, K + 1, G), None, w._storage.cl_buffer(), w._offset, Og * s0, w_ci, w_co, s2, s3,
+              bb._storage.cl_buffer(), bb._offset, bb._stride[0] if b is not None else 0, int(b is not None),
+              wt, CI, CO, KH, KW, Opad)
+    return wt, Opad, CI, CO
+
+
+def _direct(x, w, b, geom, transposed, out_shape):
+    """Run conv_direct (or conv_direct_t) and return the output tensor."""
+    rt = x._runtime()
+    dt = _dtname(x)
+    G = geom.G
+    N = x._shape[0]
+    O, Cg = w._shape[0], w._shape[1]
+    CO = Cg if transposed else O // G
+    cfg = _config(rt, dt, CO)
+    y = Tensor._empty(out_shape, x.dtype, x.device)
+    idx = _idx_type(_span(x), y.numel() + 1, w.numel() * 2 + 64 * O)
+    tmp = _Tmp(rt)
+    wt, Opad, CI, CO = _prep_weight(rt, tmp, w, b, geom, transposed, dt, idx, cfg)
+    if transposed:   # kernel input u has the conv's output size; kernel output has the conv's input size
+        H, W, OH, OW = geom.OH, geom.OW, geom.H, geom.W
+    else:
+        H, W, OH, OW = geom.H, geom.W, geom.OH, geom.OW
+    P = OH * OW
+    nb = _cdiv(P, cfg["mr"])
+    lx = max(1, min(cfg["lx"], nb))
+    k = _kernel(rt, dt, idx, cfg, "direct_t" if transposed else "direct")
+    sn, sc, sh_, sw_ = x._stride
+    rt.launch(k, (_round_up(nb, lx), Opad // (cfg["vw"] * cfg["nv"]), N * G), (lx, 1, 1),
+              x._storage.cl_buffer(), x._offset, sn, sc, sh_, sw_, wt, y._storage.cl_buffer(), y._offset,
+              _zero_buffer(rt), G, CI, CO, H, W, OH, OW, geom.KH, geom.KW, *geom.launch_args(), Opad)
+    tmp.done()
+    _finish(rt, x, w, b, y)
+    return y
+
+
+def _col_chunk(rt, N, per_image_bytes):
+    budget = int(rt.profile.get_value("conv", "col_bytes", 32 << 20))
+    return max(1, min(N, budget // max(per_image_bytes, 1)))
+
+
+def _im2col(rt, dt, idx, x, n0, nb, geom, col, c_off, c_sn, c_sg, c_sk, c_sp):
+    G = geom.G
+    CI = x._shape[1] // G
+    Kg = CI * geom.KH * geom.KW
+    P = geom.OH * geom.OW
+    k = _kernel(rt, dt, idx, _GEMM_CFG, "im2col")
+    sn, sc, sh_, sw_ = x._stride
+    lx = min(64, P)
+    rt.launch(k, (_round_up(P, lx), Kg, nb * G), (lx, 1, 1), x._storage.cl_buffer(), x._offset + n0 * sn,
+              sn, sc, sh_, sw_, col, c_off, c_sn, c_sg, c_sk, c_sp, G, CI, geom.H, geom.W, geom.OH, geom.OW,
+              geom.KH, geom.KW, *geom.launch_args())
+
+
+_GEMM_CFG = {"vw": 1, "nv": 1, "mr": 1}
+
+
+def _gemm():
+    from . import _gemm as G
+    return G.gemm
+
+
+# The GEMM's vector loads and stores assume operands whose element offsets are multiples of the vector
+# width are vector-aligned in memory. Pooled device buffers are; a numpy array behind a cpu tensor may
+# be only 16-byte aligned (PoCL then faults on aligned AVX moves). So GEMM outputs on cpu are allocated
+# 64-byte aligned here, and cpu operands the GEMM may read with vector loads are copied when misaligned.
+_ALIGN = 64
+
+
+def _aligned_empty(shape, dtype, device):
+    if device.type != "cpu":
+        return Tensor._empty(shape, dtype, device)
+    from .._storage import Storage
+    n = 1
+    for s in shape:
+        n *= s
+    isz = dtype.itemsize
+    raw = np.empty(n + _ALIGN // isz, dtype.np)
+    off = ((-raw.ctypes.data) % _ALIGN) // isz
+    return Tensor._make(Storage.from_host(raw[off:off + n], device), shape)
+
+
+def _aligned(t):
+    """t itself when it is on a device or its host memory is 64-byte aligned, else an aligned copy."""
+    h = t._storage.host
+    if h is None or h.ctypes.data % _ALIGN == 0:
+        return t
+    from .elementwise import pointwise
+    return pointwise("x0", [t], t.dtype, t.dtype, out=_aligned_empty(t._shape, t.dtype, t.device))
+
+
+def _contig_w(w):
+    return w if w.is_contiguous() else w.contiguous()
+
+
+def _gemm_conv(x, w, b, geom):
+    """y = conv(x, w) + b through im2col and the GEMM."""
+    rt = x._runtime()
+    dt = _dtname(x)
+    npdt = _NP[dt]
+    isz = np.dtype(npdt).itemsize
+    G = geom.G
+    N, C = x._shape[0], x._shape[1]
+    O = w._shape[0]
+    Og, CI = O // G, C // G
+    Kg = CI * geom.KH * geom.KW
+    P = geom.OH * geom.OW
+    y = _aligned_empty((N, O, geom.OH, geom.OW), x.dtype, x.device)
+    w = _contig_w(w)
+    if b is not None:
+        from .elementwise import pointwise
+        pointwise("x0", [b.reshape(1, O, 1, 1)], x.dtype, x.dtype, out=y, shape=y._shape)
+    beta = 1.0 if b is not None else 0.0
+    idx = _idx_type(_span(x), y.numel() + 1)
+    gemm = _gemm()
+    ybuf, wbuf = y._storage.cl_buffer(), w._storage.cl_buffer()
+    sn, sc, sh_, sw_ = x._stride
+    pointwise_1x1 = (geom.KH == 1 and geom.KW == 1 and geom[1:7] == (1, 1, 0, 0, 1, 1) and
+                     sw_ == 1 and sh_ == geom.W)
+    if pointwise_1x1:
+        x = _aligned(x)
+    tmp = _Tmp(rt)
+    if pointwise_1x1:
+        xbuf = x._storage.cl_buffer()
+        for g in range(G):
+            gemm(rt, Og, P, Kg, (wbuf, w._offset + g * Og * Kg, Kg, 1, 0),
+                 (xbuf, x._offset + g * CI * sc, sc, 1, sn),
+                 (ybuf, y._offset + g * Og * P, P, 1, O * P), 1.0, beta, N, npdt)
+    else:
+        nb = _col_chunk(rt, N, C * geom.KH * geom.KW * P * isz)
+        col = tmp(nb * G * Kg * P * isz)
+        for n0 in range(0, N, nb):
+            m = min(nb, N - n0)
+            _im2col(rt, dt, idx, x, n0, m, geom, col, 0, G * Kg * P, Kg * P, P, 1)
+            for g in range(G):
+                gemm(rt, Og, P, Kg, (wbuf, w._offset + g * Og * Kg, Kg, 1, 0),
+                     (col, g * Kg * P, P, 1, G * Kg * P),
+                     (ybuf, y._offset + (n0 * O + g * Og) * P, P, 1, O * P), 1.0, beta, m, npdt)
+    tmp.done()
+    _finish(rt, x, w, b, y)
+    return y
+
+
+def _gemm_conv_t(u, w, b, geom):
+    """z = conv_t(u, w) + b through the GEMM (columns = W^T u) and col2im."""
+    rt = u._runtime()
+    dt = _dtname(u)
+    npdt = _NP[dt]
+    isz = np.dtype(npdt).itemsize
+    G = geom.G
+    N, O = u._shape[0], u._shape[1]
+    Cg = w._shape[1]
+    Og = O // G
+    Kg = Cg * geom.KH * geom.KW
+    P = geom.OH * geom.OW
+    z = Tensor._empty((N, G * Cg, geom.H, geom.W), u.dtype, u.device)
+    w = _contig_w(w)
+    us = u._stride
+    if us[3] != 1 or us[2] != geom.OW:
+        u = u.contiguous()
+    u = _aligned(u)
+    us = u._stride
+    idx = _idx_type(_span(u), z.numel() + 1)
+    gemm = _gemm()
+    tmp = _Tmp(rt)
+    nb = _col_chunk(rt, N, G * Kg * P * isz)
+    col = tmp(nb * G * Kg * P * isz)
+    ubuf, wbuf, zbuf = u._storage.cl_buffer(), w._storage.cl_buffer(), z._storage.cl_buffer()
+    k = _kernel(rt, dt, idx, _GEMM_CFG, "col2im")
+    HW = geom.H * geom.W
+    lx = min(64, HW)
+    for n0 in range(0, N, nb):
+        m = min(nb, N - n0)
+        for g in range(G):
+            gemm(rt, Kg, P, Og, (wbuf, w._offset + g * Og * Kg, 1, Kg, 0),
+                 (ubuf, u._offset + n0 * us[0] + g * Og * us[1], us[1], 1, us[0]),
+                 (col, g * Kg * P, P, 1, G * Kg * P), 1.0, 0.0, m, npdt)
+        rt.launch(k, (_round_up(HW, lx), G * Cg, m), (lx, 1, 1), col, 0, G * Kg * P, Kg * P, P, 1,
+                  zbuf, z._offset + n0 * G * Cg * HW, G, Cg, geom.H, geom.W, geom.OH, geom.OW, geom.KH, geom.KW,
+                  *geom.launch_args())
+    tmp.done()
+    if b is not None:
+        from .elementwise import pointwise
+        pointwise("x0 + x1", [z, b.reshape(1, -1, 1, 1)], z.dtype, z.dtype, out=z)
+    _finish(rt, u, w, b, z)
+    return z
+
+
+def _gemm_conv_w(x, u, geom, wshape):
+    """v = conv_w(x, u): the weight gradient, sum over n and p of u[n, o, p] * col[n, k, p]."""
+    rt = x._runtime()
+    dt = _dtname(x)
+    npdt = _NP[dt]
+    isz = np.dtype(npdt).itemsize
+    G = geom.G
+    N, C = x._shape[0], x._shape[1]
+    O = u._shape[1]
+    Og, CI = O // G, C // G
+    Kg = CI * geom.KH * geom.KW
+    P = geom.OH * geom.OW
+    v = _aligned_empty(wshape, x.dtype, x.device)
+    if N == 0 or P == 0:
+        from .elementwise import pointwise
+        pointwise("0", [], x.dtype, x.dtype, out=v, shape=v._shape)
+        _finish(rt, v)
+        return v
+    up = u.permute(1, 0, 2, 3).contiguous()        # [O, N, OH, OW]: rows o, columns (n, p)
+    idx = _idx_type(_span(x), up.numel() + 1)
+    gemm = _gemm()
+    tmp = _Tmp(rt)
+    nb = _col_chunk(rt, N, C * geom.KH * geom.KW * P * isz)
+    col = tmp(nb * G * Kg * P * isz)
+    ubuf, vbuf = up._storage.cl_buffer(), v._storage.cl_buffer()
+    for n0 in range(0, N, nb):
+        m = min(nb, N - n0)
+        # colT[g][(n, p)][k]: B = colT is (n*P + p, k) with unit column stride (read in place by the GEMM)
+        _im2col(rt, dt, idx, x, n0, m, geom, col, 0, P * Kg, m * P * Kg, 1, Kg)
+        for g in range(G):
+            gemm(rt, Og, Kg, m * P, (ubuf, up._offset + g * Og * N * P + n0 * P, N * P, 1, 0),
+                 (col, g * m * P * Kg, Kg, 1, 0), (vbuf, v._offset + g * Og * Kg, Kg, 1, 0),
+                 1.0, 0.0 if n0 == 0 else 1.0, 1, npdt)
+    tmp.done()
+    _finish(rt, x, u, v)
+    return v
+
+
+def _direct_conv_w(x, u, geom, wshape):
+    # The weight gradient always goes through im2col + GEMM: its reduction runs over N*OH*OW, which is the
+    # long, GEMM-friendly dimension.
+    return _gemm_conv_w(x, u, geom, wshape)
+
+
+def _algo(rt, cin, cout, geom):
+    """"direct" or "gemm" for a convolution whose GEMM has K = cin*KH*KW and cout output channels."""
+    if _force[0] is not None:
+        return _force[0]
+    prof = rt.profile
+    if prof.get_value("gemm", "local", 0):      # GPUs: local-memory GEMM tiles
+        return "gemm"
+    kmax = int(prof.get_value("conv", "direct_max_k", 1024))
+    comax = int(prof.get_value("conv", "direct_max_co", 128))
+    if cin * geom.KH * geom.KW <= kmax and cout <= comax:
+        return "direct"
+    return "gemm"
+
+
+# ----------------------------------------------------------------------------------------------- dtype glue
+def _compute(fn, *ts):
+    """Run fn on float32/float64 tensors; float16 goes through float32 and comes back."""
+    half = any(t is not None and t.dtype is D.float16 for t in ts)
+    if half:
+        ts = tuple(None if t is None else t.float() for t in ts)
+        return fn(*ts).half()
+    return fn(*ts)
+
+
+def _empty_out(shape, like):
+    from .elementwise import pointwise
+    t = Tensor._empty(shape, like.dtype, like.device)
+    if t.numel():
+        pointwise("0", [], like.dtype, like.dtype, out=t, shape=t._shape)
+    return t
+
+
+def run_conv(x, w, b, geom):
+    N, O = x._shape[0], w._shape[0]
+    if N == 0 or O == 0 or geom.OH * geom.OW == 0:
+        return Tensor._empty((N, O, geom.OH, geom.OW), x.dtype, x.device)
+    if x._shape[1] == 0:
+        y = _empty_out((N, O, geom.OH, geom.OW), x)
+        return y if b is None else y + b.reshape(1, O, 1, 1)
+
+    def f(x, w, b):
+        if _algo(x._runtime(), x._shape[1] // geom.G, O // geom.G, geom) == "direct":
+            return _direct(x, w, b, geom, False, (N, O, geom.OH, geom.OW))
+        return _gemm_conv(x, w, b, geom)
+    return _compute(f, x, w, b)
+
+
+def run_conv_t(u, w, b, geom):
+    N, O, Cg = u._shape[0], w._shape[0], w._shape[1]
+    shape = (N, geom.G * Cg, geom.H, geom.W)
+    if N == 0 or Cg == 0 or geom.H * geom.W == 0:
+        return Tensor._empty(shape, u.dtype, u.device)
+    if O == 0 or geom.OH * geom.OW == 0:
+        z = _empty_out(shape, u)
+        return z if b is None else z + b.reshape(1, -1, 1, 1)
+
+    def f(u, w, b):
+        if _algo(u._runtime(), O // geom.G, Cg, geom) == "direct":
+            return _direct(u, w, b, geom, True, shape)
+        return _gemm_conv_t(u, w, b, geom)
+    return _compute(f, u, w, b)
+
+
+def run_conv_w(x, u, geom, wshape):
+    if any(s == 0 for s in wshape):
+        return Tensor._empty(wshape, x.dtype, x.device)
+    if x._shape[0] == 0 or geom.OH * geom.OW == 0:
+        return _empty_out(wshape, x)
+    return _compute(lambda x, u: _gemm_conv_w(x, u, geom, wshape), x, u)
+
+
+# ----------------------------------------------------------------------------------------------- the ops
+def _conv_fwd(ctx, x, w, b, geom):
+    y = run_conv(x, w, b, geom)
+    if ctx is not None:
+        ctx.save_for_backward(x, w)
+        ctx.geom = geom
+    return y
+
+
+def _conv_bwd(ctx, g):
+    x, w = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    geom = ctx.geom
+    gx = call(_conv_t_op, g, w, None, geom) if need[0] else None
+    gw = call(_conv_w_op, x, g, geom, tuple(w._shape)) if need[1] else None
+    gb = g.sum((0, 2, 3)) if len(need) > 2 and need[2] else None
+    return gx, gw, gb, None
+
+
+def _conv_t_fwd(ctx, u, w, b, geom):
+    z = run_conv_t(u, w, b, geom)
+    if ctx is not None:
+        ctx.save_for_backward(u, w)
+        ctx.geom = geom
+    return z
+
+
+def _conv_t_bwd(ctx, g):
+    u, w = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    geom = ctx.geom
+    gu = call(_conv_op, g, w, None, geom) if need[0] else None
+    gw = call(_conv_w_op, g, u, geom, tuple(w._shape)) if need[1] else None
+    gb = g.sum((0, 2, 3)) if len(need) > 2 and need[2] else None
+    return gu, gw, gb, None
+
+
+def _conv_w_fwd(ctx, x, u, geom, wshape):
+    v = run_conv_w(x, u, geom, wshape)
+    if ctx is not None:
+        ctx.save_for_backward(x, u)
+        ctx.geom = geom
+    return v
+
+
+def _conv_w_bwd(ctx, g):
+    x, u = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    gx = call(_conv_t_op, u, g, None, ctx.geom) if need[0] else None
+    gu = call(_conv_op, x, g, None, ctx.geom) if need[1] else None
+    return gx, gu, None, None
+
+
+_conv_op = register("convolution", _conv_fwd, _conv_bwd)
+_conv_t_op = register("convolution_transpose", _conv_t_fwd, _conv_t_bwd)
+_conv_w_op = register("convolution_weight", _conv_w_fwd, _conv_w_bwd)
+
+
+# ----------------------------------------------------------------------------------------------- arguments
+def _tuple(v, n, name):
+    if isinstance(v, Tensor):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            v = tuple(v) * n
+        if len(v) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match "
+                               f"the convolution dimensions, but got {name}={list(v)}")
+        return tuple(int(a) for a in v)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int or a tuple of ints, got {type(v).__name__}")
+    return (int(v),) * n
+
+
+def _check_inputs(name, x, w, b, nd):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if not isinstance(w, Tensor):
+        raise TypeError(f"{name}(): argument 'weight' must be Tensor, not {type(w).__name__}")
+    if b is not None and not isinstance(b, Tensor):
+        raise TypeError(f"{name}(): argument 'bias' must be Tensor, not {type(b).__name__}")
+    if x.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got "
+                           f"input of size: {list(x.shape)}")
+    if w.dim() != nd + 2:
+        raise RuntimeError(f"weight should have {nd + 2} dimensions for {name}, but got weight of size "
+                           f"{list(w.shape)}")
+    from .elementwise import common_device
+    common_device([t for t in (x, w, b) if t is not None])
+    for t in (x, w, b):
+        if t is not None and t.device != x.device:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{x.device} and {t.device}!")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"\"{name}\" not implemented for '{x.dtype.name.capitalize()}'")
+    if w.dtype is not x.dtype:
+        raise RuntimeError(f"Input type ({x.dtype.name}) and weight type ({w.dtype.name}) should be the same")
+    if b is not None:
+        if b.dtype is not x.dtype:
+            raise RuntimeError(f"Input type ({x.dtype.name}) and bias type ({b.dtype.name}) should be the same")
+
+
+def _conv_nd(name, x, w, b, stride, padding, dilation, groups, nd):
+    """conv1d/conv2d: validate like PyTorch, lift 1-d to 2-d, run the convolution op."""
+    _check_inputs(name, x, w, b, nd)
+    unbatched = x.dim() == nd + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    stride = _tuple(stride, nd, "stride")
+    dilation = _tuple(dilation, nd, "dilation")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    ks = tuple(w.shape[2:])
+    O = w.shape[0]
+    C = x.shape[1]
+    if O % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(w.shape)} instead")
+    if C != w.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input"
+                           f"{list(x.shape)} to have {w.shape[1] * groups} channels, but got {C} channels instead")
+    if b is not None and (b.dim() != 1 or b.shape[0] != O):
+        raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {O} "
+                           f"elements, but got bias of size {list(b.shape)} instead")
+    eff = tuple(d * (k - 1) + 1 for d, k in zip(dilation, ks))
+    if isinstance(padding, str):
+        if padding == "valid":
+            lo = hi = (0,) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            tot = tuple(e - 1 for e in eff)
+            lo = tuple(t // 2 for t in tot)
+            hi = tuple(t - l for t, l in zip(tot, lo))
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        lo = hi = _tuple(padding, nd, "padding")
+        if any(p < 0 for p in lo):
+            raise RuntimeError("negative padding is not supported")
+    spatial = tuple(x.shape[2:])
+    padded = tuple(s + a + c for s, a, c in zip(spatial, lo, hi))
+    if any(p < e for p, e in zip(padded, eff)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input "
+                           "size")
+    out = tuple((p - e) // s + 1 for p, e, s in zip(padded, eff, stride))
+    if nd == 1:
+        x = x.unsqueeze(2)
+        w = w.unsqueeze(2)
+        geom = Geom(groups, 1, stride[0], 0, lo[0], 1, dilation[0], 1, spatial[0], 1, out[0], 1, ks[0])
+    else:
+        geom = Geom(groups, stride[0], stride[1], lo[0], lo[1], dilation[0], dilation[1], spatial[0], spatial[1],
+                    out[0], out[1], ks[0], ks[1])
+    y = call(_conv_op, x, w, b, geom)
+    if nd == 1:
+        y = y.squeeze(2)
+    if unbatched:
+        y = y.squeeze(0)
+    return y
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """2-D convolution (cross-correlation) as ``torch.nn.functional.conv2d``.
+
+    input: ``(N, C, H, W)`` or unbatched ``(C, H, W)``; weight: ``(O, C/groups, kH, kW)``; bias: ``(O,)``
+    or None. stride, dilation: int or pair; padding: int, pair, ``'valid'`` or ``'same'`` (the odd extra
+    pad of an even effective kernel goes at the bottom/right; ``'same'`` with stride > 1 raises
+    RuntimeError). Output ``(N, O, OH, OW)``, ``OH = (H + 2*pH - dH*(kH-1) - 1) // sH + 1``.
+    dtypes: float32 and float64 (float16 is computed in float32); all operands must share dtype and
+    device. Raises RuntimeError on bad ranks, channel/group mismatches, non-positive stride or dilation,
+    negative padding, or a kernel larger than the padded input. Differentiable to any order.
+    """
+    return _conv_nd("conv2d", input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """1-D convolution as ``torch.nn.functional.conv1d``: input ``(N, C, L)`` or ``(C, L)``, weight
+    ``(O, C/groups, k)``; padding int, 1-tuple, ``'valid'`` or ``'same'``. Computed as a 2-D convolution
+    with height 1; see :func:`conv2d` for dtypes and errors."""
+    return _conv_nd("conv1d", input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def _conv_t_nd(name, x, w, b, stride, padding, output_padding, groups, dilation, nd):
+    _check_inputs(name, x, w, b, nd)
+    unbatched = x.dim() == nd + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if isinstance(padding, str):
+        raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
+    stride = _tuple(stride, nd, "stride")
+    padding = _tuple(padding, nd, "padding")
+    output_padding = _tuple(output_padding, nd, "output_padding")
+    dilation = _tuple(dilation, nd, "dilation")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    for op, s, d in zip(output_padding, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding={list(output_padding)}, stride={list(stride)}, "
+                               f"dilation={list(dilation)}")
+    Cin = x.shape[1]
+    if w.shape[0] != Cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input {list(x.shape)} "
+                           f"to have {w.shape[0]} channels, but got {Cin} channels instead")
+    if Cin % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(w.shape)} instead")
+    Cout = w.shape[1] * groups
+    if b is not None and (b.dim() != 1 or b.shape[0] != Cout):
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected bias to be "
+                           f"1-dimensional with {Cout} elements, but got bias of size {list(b.shape)} instead")
+    ks = tuple(w.shape[2:])
+    spatial = tuple(x.shape[2:])
+    out = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
+                for i, s, p, d, k, op in zip(spatial, stride, padding, dilation, ks, output_padding))
+    if any(o <= 0 for o in out):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output "
+                           f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
+    if nd == 1:
+        x = x.unsqueeze(2)
+        w = w.unsqueeze(2)
+        geom = Geom(groups, 1, stride[0], 0, padding[0], 1, dilation[0], 1, out[0], 1, spatial[0], 1, ks[0])
+    else:
+        geom = Geom(groups, stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], out[0], out[1],
+                    spatial[0], spatial[1], ks[0], ks[1])
+    z = call(_conv_t_op, x, w, b, geom)
+    if nd == 1:
+        z = z.squeeze(2)
+    if unbatched:
+        z = z.squeeze(0)
+    return z
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """Transposed 2-D convolution as ``torch.nn.functional.conv_transpose2d`` (the adjoint of conv2d in
+    its input).
+
+    input ``(N, Cin, H, W)`` or ``(Cin, H, W)``; weight ``(Cin, Cout/groups, kH, kW)``; bias ``(Cout,)``.
+    Output size ``(H - 1)*sH - 2*pH + dH*(kH - 1) + output_padding + 1``; output_padding must be smaller
+    than the stride or the dilation (RuntimeError otherwise). dtypes as :func:`conv2d`.
+    """
+    return _conv_t_nd("conv_transpose2d", input, weight, bias, stride, padding, output_padding, groups, dilation,
+                      2)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """Transposed 1-D convolution as ``torch.nn.functional.conv_transpose1d``; see conv_transpose2d."""
+    return _conv_t_nd("conv_transpose1d", input, weight, bias, stride, padding, output_padding, groups, dilation,
+                      1)
