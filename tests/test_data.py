@@ -264,6 +264,8 @@ def test_distributed_sampler_partition_padding_and_epochs():
         DistributedSampler(range(4), num_replicas=3, rank=3)
     with pytest.raises(ValueError, match="Invalid rank -1"):
         DistributedSampler(range(4), num_replicas=3, rank=-1)
+    with pytest.raises((RuntimeError, ValueError)):    # no process group: world size and rank are unknown
+        DistributedSampler(range(4))
 
 
 # ----------------------------------------------------------------------------------------------- collation

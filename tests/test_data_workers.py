@@ -367,3 +367,28 @@ def test_worker_start_failures_are_reported(no_leaks):
     with pytest.raises(AttributeError, match="Can't pickle local object") as e:
         list(DataLoader(Pids(), num_workers=1, collate_fn=lambda b: b))
     assert any("module level" in n for n in getattr(e.value, "__notes__", []))
+
+
+class Mutating(Dataset):
+    """Holds a large array (sent through shared memory, mapped copy-on-write) and writes into it."""
+
+    def __init__(self):
+        self.big = np.zeros(100_000, np.float64)
+        self.t = cltorch.from_numpy(np.zeros(50_000, np.float32))
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        seen = (float(self.big[0]), self.t[0].item())
+        self.big[0] += 1
+        self.t[0] = self.t[0].item() + 1
+        return seen
+
+
+def test_dataset_copy_per_worker_is_private(no_leaks):
+    ds = Mutating()
+    got = list(DataLoader(ds, batch_size=None, num_workers=2))
+    # each worker counts from 0 in its own copy; the main process's arrays are untouched
+    assert [g[0] for g in got] == [0, 0, 1, 1, 2, 2, 3, 3] and [g[1] for g in got] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert ds.big[0] == 0 and ds.t[0].item() == 0
