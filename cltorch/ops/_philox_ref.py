@@ -31,9 +31,10 @@ words, the first one high)
 - ``randint`` in ``[low, high)``: ``r = mulhi64(w, range)`` (Lemire's multiply-shift, without the
   rejection step), ``value = low + r``. With 64 random bits the relative bias of any outcome is at most
   ``range / 2**64`` (below 2**-32 for every range under 2**32). ``range = 2**64`` takes ``r = w``.
-- ``bernoulli(p)``: ``x < T`` with ``T = ceil(p * 2**32)`` (saturated to [0, 2**64)), so
-  ``P(1) = ceil(p * 2**32) / 2**32``: exact to 2**-32. A tensor ``p`` (float32 or float64) gets ``T``
-  per element by the same rule (OpenCL ``convert_ulong_sat_rtp``, exact).
+- ``bernoulli(p)``: ``x < T`` with ``T = ceil(p * 2**32)`` (0 for p <= 0 or NaN, at least 2**32 for
+  p >= 1), so ``P(1) = ceil(p * 2**32) / 2**32``: exact to 2**-32. A tensor ``p`` (float32 or float64)
+  gets ``T`` per element by the same rule, computed in its own precision (``p * 2**32`` and ``ceil`` are
+  exact).
 - ``exponential(lambd)``: ``u = (2 * (x >> 9) + 1) * 2**-24`` in (0, 1) (never 0 or 1),
   ``v = log(u) * nscale`` with ``nscale = -1 / lambd`` rounded to the dtype. float64: ``u = (2 * (w >>
   12) + 1) * 2**-53``.
@@ -379,8 +380,8 @@ def randint_params(low, high):
 
 
 def bernoulli_threshold(p):
-    """``ceil(p * 2**32)`` clamped to [0, 2**64 - 1] (NaN gives 0), as uint64: mirrors
-    ``convert_ulong_sat_rtp(p * 0x1p32)`` elementwise for float32/float64 ``p`` (scalar or array)."""
+    """``ceil(p * 2**32)`` clamped to [0, 2**64 - 1] (NaN gives 0), as uint64, elementwise for float32 or
+    float64 ``p`` (scalar or array), ``p * 2**32`` rounded in p's own precision (exact but for overflow)."""
     p = np.asarray(p)
     if p.dtype not in (np.float32, np.float64):
         p = p.astype(np.float64)
@@ -507,7 +508,7 @@ def _cast_int(v, dtype):
 def bernoulli(seed, philox_offset, n, p=0.5, dtype=np.float32, stream=0):
     """``n`` Bernoulli draws: ``x < ceil(p * 2**32)``; ``p`` a scalar or an array of n probabilities."""
     x = _words(seed, philox_offset, n, 4, stream).reshape(-1)[:n]
-    if np.ndim(p) == 0 and not isinstance(p, np.ndarray):
+    if np.ndim(p) == 0:
         t = bernoulli_threshold(float(p))
     else:
         t = bernoulli_threshold(np.asarray(p).reshape(-1)[:n])
