@@ -16,6 +16,9 @@ Supported dtypes (numpy dtypes, or cltorch dtypes through their ``.np``):
   buffer of ``n`` probabilities.
 - ``fill_bits``: uint32 (raw Philox words).
 
+Dropout: ``fill_bernoulli`` with ``p = 1 - drop_probability`` gives the keep mask; scale by
+``1 / (1 - drop_probability)`` afterwards.
+
 Common keyword arguments: ``stream`` (a 64-bit stream id, counter words 2 and 3; default 0),
 ``local_size`` (default: the profile's ``[rng] local_size``, else the driver's choice) and
 ``vector_width`` (Philox blocks per work-item, computed as vector lanes; default: the profile's

@@ -75,7 +75,7 @@ Bit-identity holds where every intermediate is a normal number or zero, which th
 for their own work. Parameters that push a result below the smallest normal (``std=1e-39`` say) may
 differ on devices that flush subnormals.
 """
-from decimal import Decimal, getcontext
+from decimal import Decimal, localcontext
 
 import numpy as np
 
@@ -212,7 +212,11 @@ class Precision:
         return self.ftype(float(d))
 
     def _log_tables(self, ln2_bits):
-        getcontext().prec = 60
+        with localcontext() as ctx:
+            ctx.prec = 60
+            self._log_tables_60(ln2_bits)
+
+    def _log_tables_60(self, ln2_bits):
         ln2 = Decimal(2).ln()
         # ln2_hi: ln 2 truncated to ln2_bits significant bits, so e * ln2_hi is exact for |e| < 2**(p - bits)
         scale = 2 ** ln2_bits
