@@ -1,0 +1,144 @@
+"""fp32 GEMM: our OpenCL kernel against numpy/OpenBLAS, side by side in one run.
+
+For each cube size n (256, 512, 1024, 2048 by default) it times ``C = A @ B`` with A, B, C ``n x n``
+float32, contiguous, on the default OpenCL device, and numpy's ``A @ B`` on the host, alternating the
+two in rounds so that both see the same machine load. Ours is timed over a batch of queued GEMMs
+between two ``queue.finish()`` calls (never a sync per op), including the packing kernels the
+launcher queues. Each round gives one GFLOP/s figure per side; the medians are printed, with the
+ratio ours/numpy (the median of the rounds' ratios, each round's two sides having seen the same load) and the bar from issue 3 (>= 0.6x at 256 and 1024, >= 0.5x at 2048).
+
+    python benchmarks/bench_gemm.py [--sizes 256 512 1024 2048] [--rounds 7] [--quick]
+                                    [--device N] [--dtype float32|float64] [--config JSON]
+
+``--config`` replaces the profile's ``[gemm]`` table for this run (used to search tile sizes), e.g.
+``--config '{"local": 0, "sizes": [{"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8}]}'``.
+
+numpy's speed depends on OPENBLAS_CORETYPE (set on some machines here, see the environment notes):
+the header line prints it and the BLAS kernel threadpoolctl reports, so a table is read with them.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+BARS = {256: 0.6, 1024: 0.6, 2048: 0.5}
+
+
+def _blas_info():
+    try:
+        from threadpoolctl import threadpool_info
+        for d in threadpool_info():
+            if d.get("user_api") == "blas":
+                return f"{d.get('internal_api')} {d.get('version')} ({d.get('architecture')}, {d.get('num_threads')} threads)"
+    except Exception:
+        pass
+    return "unknown BLAS"
+
+
+def _time_ours(fn, queue, target_s):
+    """Seconds per call of ``fn``: batches of calls between two finish() calls."""
+    queue.finish()
+    t0 = time.perf_counter()
+    fn()
+    queue.finish()
+    one = max(time.perf_counter() - t0, 1e-6)
+    reps = max(1, int(target_s / one))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    queue.finish()
+    return (time.perf_counter() - t0) / reps
+
+
+def _time_numpy(fn, target_s):
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-6)
+    reps = max(1, int(target_s / one))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps
+
+
+def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, out=print):
+    import pyopencl as cl
+    from cltorch.backend import runtime
+    from cltorch.ops import _gemm
+    rt = runtime(device)
+    if config is not None:
+        rt.profile["gemm"] = config
+        _gemm.clear_cache()
+    dt = np.dtype(dtype)
+    mf = cl.mem_flags
+    out(f"# GEMM {dt.name}, device: {rt.info.name} (profile {rt.profile.name}); numpy {np.__version__} with "
+        f"{_blas_info()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+    out("")
+    out("| n | ours GFLOP/s | numpy GFLOP/s | ratio | bar | config |")
+    out("|---|---|---|---|---|---|")
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        A = rng.standard_normal((n, n)).astype(dt)
+        B = rng.standard_normal((n, n)).astype(dt)
+        dA = cl.Buffer(rt.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=A)
+        dB = cl.Buffer(rt.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=B)
+        dC = cl.Buffer(rt.ctx, mf.READ_WRITE, n * n * dt.itemsize)
+
+        def ours():
+            _gemm.gemm(rt, n, n, n, (dA, 0, n, 1, 0), (dB, 0, n, 1, 0), (dC, 0, n, 1, 0), 1.0, 0.0, 1, dt)
+
+        def ref():
+            np.matmul(A, B)
+
+        ours()
+        rt.queue.finish()
+        C = np.empty((n, n), dt)
+        cl.enqueue_copy(rt.queue, C, dC)
+        rt.queue.finish()
+        expect = A.astype(np.float64) @ B.astype(np.float64)
+        err = float(np.abs(C - expect).max() / np.abs(expect).max())
+        if err > (1e-4 if dt == np.float32 else 1e-10):
+            raise AssertionError(f"GEMM {n}: relative error {err:.3g} against the float64 reference")
+        flops = 2.0 * n ** 3
+        go, gn = [], []
+        for _ in range(rounds):
+            go.append(flops / _time_ours(ours, rt.queue, target_s) / 1e9)
+            gn.append(flops / _time_numpy(ref, target_s) / 1e9)
+        o, r = statistics.median(go), statistics.median(gn)
+        # the ratio is the median of each round's ratio: both sides of a round saw the same load
+        ratio = statistics.median(x / y for x, y in zip(go, gn))
+        plan = _gemm._plans.get(next(k for k in _gemm._plans if k[2:6] == (n, n, n, 1) and k[0] is rt))
+        keys = ("mr", "nr", "tk") if plan.params["use_local"] else ("mr", "nv", "vw", "a_mode", "b_mode")
+        cfg = {k: plan.params[k] for k in keys}
+        cfg.update({"lx": plan.main[2][0], "ly": plan.main[2][1]})
+        bar = BARS.get(n)
+        ok = "" if bar is None else (f">= {bar} ok" if ratio >= bar else f">= {bar} MISSED")
+        out(f"| {n} | {o:.1f} | {r:.1f} | {ratio:.2f} | {ok} | {json.dumps(cfg, separators=(',', ':'))} |")
+        rows.append({"n": n, "ours": o, "numpy": r, "ratio": ratio, "bar": bar, "config": cfg})
+        del dA, dB, dC
+    return rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048])
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--config", default=None, help="JSON [gemm] table replacing the profile's")
+    p.add_argument("--quick", action="store_true", help="one short round per size (a smoke test)")
+    a = p.parse_args(argv)
+    rounds, target = (1, 0.02) if a.quick else (a.rounds, 0.25)
+    run(a.sizes, rounds, a.device, a.dtype, json.loads(a.config) if a.config else None, target)
+
+
+if __name__ == "__main__":
+    main()

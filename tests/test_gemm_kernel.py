@@ -1,0 +1,211 @@
+"""The GEMM kernel (cl_kernels/gemm.cl.mako through cltorch/ops/_gemm.py) against numpy.
+
+Operands live in raw pyopencl buffers laid out with arbitrary offsets and strides (transposed, sliced,
+batch-broadcast), so these tests need neither the Tensor class nor any copy. The reference is numpy in
+float64. Every code path of the template is run: B read in place or packed, A strided or packed, the
+local-memory (GPU) path, float32, float64 and float16 storage.
+"""
+import numpy as np
+import pytest
+
+cl = pytest.importorskip("pyopencl")
+
+from cltorch.backend import runtime  # noqa: E402
+from cltorch.ops import _gemm  # noqa: E402
+from cltorch.ops._gemm import gemm, GemmError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rt():
+    try:
+        return runtime(0)
+    except Exception as e:  # pragma: no cover - no OpenCL device
+        pytest.skip(f"no OpenCL device: {e}")
+
+
+def _operand(rng, dt, rows, cols, batch, layout, pad):
+    """A flat storage and the descriptor of a (batch, rows, cols) operand laid out as ``layout``:
+    "row" (row-major), "col" (column-major = transposed), "strided" (every other column of a wider
+    row-major matrix), "bcast" (one matrix shared by every batch entry, batch stride 0). ``pad``
+    elements precede and follow the operand (the element offset): 8 keeps vector alignment, so the
+    in-place vector paths run; 3 does not."""
+    off = pad
+    if layout == "row":
+        rs, cs, bs = cols, 1, rows * cols
+    elif layout == "col":
+        rs, cs, bs = 1, rows, rows * cols
+    elif layout == "strided":
+        rs, cs, bs = 2 * cols + 1, 2, rows * (2 * cols + 1)
+    elif layout == "bcast":
+        rs, cs, bs = cols, 1, 0
+    else:
+        raise ValueError(layout)
+    n = off + max(batch - 1, 0) * bs + max(rows - 1, 0) * rs + max(cols - 1, 0) * cs + 1 + pad
+    flat = rng.standard_normal(n).astype(dt)
+    view = np.lib.stride_tricks.as_strided(flat[off:], (batch, rows, cols),
+                                           (bs * flat.itemsize, rs * flat.itemsize, cs * flat.itemsize))
+    return flat, (off, rs, cs, bs), view
+
+
+def _buf(rt, flat):
+    return cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flat)
+
+
+def _run(rt, M, N, K, dt=np.float32, la="row", lb="row", lc="row", alpha=1.0, beta=0.0, batch=1, seed=0,
+         c_nan=False, pad=8):
+    rng = np.random.default_rng(seed)
+    fa, da, A = _operand(rng, dt, M, K, batch, la, pad)
+    fb, db, B = _operand(rng, dt, K, N, batch, lb, pad)
+    fc, dc, Cv = _operand(rng, dt, M, N, batch, lc, pad)
+    if c_nan:
+        Cv[...] = np.nan
+    C0 = Cv.astype(np.float64)
+    fc_before = fc.copy()
+    bA, bB, bC = _buf(rt, fa), _buf(rt, fb), _buf(rt, fc)
+    gemm(rt, M, N, K, (bA,) + da, (bB,) + db, (bC,) + dc, alpha, beta, batch, dt)
+    out = np.empty_like(fc)
+    cl.enqueue_copy(rt.queue, out, bC)
+    rt.queue.finish()
+    got = np.lib.stride_tricks.as_strided(out[dc[0]:], Cv.shape, Cv.strides).astype(np.float64)
+    ref = alpha * np.matmul(A.astype(np.float64), B.astype(np.float64))
+    if beta != 0:
+        ref = ref + beta * C0
+    tol = {np.float32: 2e-5, np.float64: 1e-12, np.float16: 2e-3}[dt]
+    scale = max(1.0, float(np.abs(ref).max()) if ref.size else 1.0)
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale * max(K, 1) ** 0.5)
+    # elements of C's storage outside the C view are untouched
+    mask = np.ones(fc.shape, bool)
+    ar = np.arange(fc.size)
+    idx = np.lib.stride_tricks.as_strided(ar[dc[0]:], Cv.shape, (dc[3] * ar.itemsize, dc[1] * ar.itemsize,
+                                                                dc[2] * ar.itemsize))
+    mask[idx.ravel()] = False
+    np.testing.assert_array_equal(out[mask], fc_before[mask])
+
+
+SHAPES = [(37, 53, 29), (1, 1, 1), (1, 17, 5), (13, 1, 7), (7, 9, 1), (65, 33, 130), (24, 32, 16)]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("M,N,K", SHAPES)
+def test_odd_sizes(rt, dt, M, N, K):
+    _run(rt, M, N, K, dt)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("la,lb,lc", [("col", "row", "row"), ("row", "col", "row"), ("col", "col", "row"),
+                                      ("strided", "strided", "strided"), ("row", "row", "col")])
+def test_transposed_and_strided(rt, dt, la, lb, lc):
+    _run(rt, 19, 40, 23, dt, la, lb, lc)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_unaligned_offsets(rt, dt):
+    _run(rt, 19, 48, 23, dt, pad=3)
+    _run(rt, 12, 32, 16, dt, pad=3, beta=1.0)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_batched_and_broadcast(rt, dt):
+    _run(rt, 11, 24, 9, dt, batch=4)
+    _run(rt, 11, 21, 9, dt, la="col", lb="bcast", batch=3, alpha=2.0, beta=-1.0)
+    _run(rt, 6, 16, 8, dt, la="bcast", lb="strided", batch=5)
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.5, 2.0), (0.0, 1.5), (-1.0, 1.0), (3.0, 0.0)])
+def test_alpha_beta(rt, alpha, beta):
+    _run(rt, 17, 24, 13, np.float32, alpha=alpha, beta=beta)
+    _run(rt, 16, 32, 8, np.float64, alpha=alpha, beta=beta)
+
+
+def test_beta_zero_ignores_nan_in_c(rt):
+    _run(rt, 12, 16, 5, np.float32, beta=0.0, c_nan=True)
+    _run(rt, 5, 7, 3, np.float32, lc="strided", beta=0.0, c_nan=True)
+
+
+def test_empty_dims(rt):
+    _run(rt, 9, 10, 0, np.float32, beta=0.5)       # K == 0: C = beta * C
+    _run(rt, 9, 16, 0, np.float32, beta=0.0)
+    # M == 0 or N == 0: nothing is queued and nothing fails
+    buf = cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE, 64)
+    gemm(rt, 0, 5, 3, (buf, 0, 3, 1, 0), (buf, 0, 5, 1, 0), (buf, 0, 5, 1, 0))
+    gemm(rt, 4, 0, 3, (buf, 0, 3, 1, 0), (buf, 0, 5, 1, 0), (buf, 0, 5, 1, 0))
+
+
+def test_float16_accumulates_in_float32(rt):
+    _run(rt, 21, 32, 40, np.float16)
+    _run(rt, 9, 13, 7, np.float16, la="col", lb="strided", alpha=0.5, beta=1.0)
+
+
+def test_bad_arguments(rt):
+    buf = cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE, 64)
+    with pytest.raises(GemmError, match="dtype"):
+        gemm(rt, 2, 2, 2, (buf, 0, 2, 1, 0), (buf, 0, 2, 1, 0), (buf, 0, 2, 1, 0), dtype=np.int32)
+    with pytest.raises(GemmError, match="non-negative"):
+        gemm(rt, -1, 2, 2, (buf, 0, 2, 1, 0), (buf, 0, 2, 1, 0), (buf, 0, 2, 1, 0))
+    with pytest.raises(GemmError, match="operand B"):
+        gemm(rt, 2, 2, 2, (buf, 0, 2, 1, 0), (buf, 0, 2, 1), (buf, 0, 2, 1, 0))
+
+
+@pytest.fixture
+def gemm_profile(rt):
+    """Run a test under a replaced [gemm] profile table, then restore it."""
+    saved = rt.profile.get("gemm")
+
+    def use(table):
+        rt.profile["gemm"] = table
+        _gemm.clear_cache()
+    yield use
+    if saved is None:
+        rt.profile.pop("gemm", None)
+    else:
+        rt.profile["gemm"] = saved
+    _gemm.clear_cache()
+
+
+@pytest.mark.parametrize("row", [
+    {"mr": 4, "nv": 1, "vw": 8, "lx": 4, "ly": 2, "a_mode": "packed", "b_mode": "packed"},
+    {"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8, "a_mode": "strided", "b_mode": "direct"},
+    {"mr": 3, "nv": 2, "vw": 4, "lx": 2, "ly": 3, "a_mode": "packed", "b_mode": "auto", "ku": 2},
+    {"mr": 2, "nv": 3, "vw": 1, "lx": 1, "ly": 1, "a_mode": "strided", "b_mode": "packed"},
+])
+def test_register_paths(rt, gemm_profile, row):
+    gemm_profile({"local": 0, "sizes": [row], "sizes_f64": [row]})
+    _run(rt, 29, 48, 31, np.float32)
+    _run(rt, 29, 48, 31, np.float32, la="col", lb="col", alpha=0.5, beta=2.0, batch=2)
+    _run(rt, 13, 21, 10, np.float64, la="strided", lb="row", batch=2)
+
+
+def test_local_memory_path(rt, gemm_profile):
+    """The GPU path (local-memory tiles); slow on PoCL, so small sizes only."""
+    gemm_profile({"local": 1, "sizes": [{"lx": 4, "ly": 4, "mr": 2, "nr": 3, "tk": 8}]})
+    _run(rt, 19, 29, 21, np.float32, alpha=0.5, beta=2.0)
+    _run(rt, 19, 29, 21, np.float32, la="col", lb="col", batch=2)
+    _run(rt, 9, 12, 17, np.float64, la="strided", lb="strided", lc="col")
+    _run(rt, 9, 12, 17, np.float16, lb="col")
+
+
+def test_size_table_lookup(rt):
+    prof = {"gemm": {"local": 0, "sizes": [{"upto": 100, "mr": 4}, {"upto": 1000, "mr": 6}, {"mr": 8}]}}
+    assert _gemm.choose_config(prof, np.float32, 64, 64, 64)["mr"] == 4
+    assert _gemm.choose_config(prof, np.float32, 512, 512, 512)["mr"] == 6
+    assert _gemm.choose_config(prof, np.float32, 2048, 2048, 2048)["mr"] == 8
+    # float64 without its own table halves the vector width of the fp32 row
+    assert _gemm.choose_config(prof, np.float64, 64, 64, 64)["vw"] == _gemm._DEFAULT_REG["vw"] // 2
+
+
+def test_plan_is_cached(rt):
+    from cltorch.backend import stats
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((8, 8)).astype(np.float32)
+    bA = _buf(rt, A)
+    bC = cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE, A.nbytes)
+    d = (bA, 0, 8, 1, 0)
+    gemm(rt, 8, 8, 8, d, d, (bC, 0, 8, 1, 0))
+    n_plans, builds = len(_gemm._plans), stats()["builds"]
+    for _ in range(3):
+        gemm(rt, 8, 8, 8, d, d, (bC, 0, 8, 1, 0), 2.0, 0.0)
+    assert len(_gemm._plans) == n_plans and stats()["builds"] == builds
+    out = np.empty_like(A)
+    cl.enqueue_copy(rt.queue, out, bC)
+    rt.queue.finish()
+    np.testing.assert_allclose(out, 2.0 * A @ A, rtol=1e-5, atol=1e-5)
