@@ -13,6 +13,7 @@ from .ops.reductions import *  # noqa: F401,F403
 from .ops.views import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
+from .ops.random import *  # noqa: F401,F403
 from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled
@@ -38,3 +39,4 @@ def is_nonzero(t):
 
 import builtins as _builtins  # noqa: E402
 builtins_bool = _builtins.bool
+from . import nn  # noqa: E402,F401
