@@ -19,6 +19,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled
 from . import cl
 from . import serialization
+from . import nn, optim, utils, cuda, backends, accelerator
 from .serialization import save, load
 
 __version__ = "0.1.0"
@@ -40,3 +41,19 @@ def is_nonzero(t):
 import builtins as _builtins  # noqa: E402
 builtins_bool = _builtins.bool
 from . import nn  # noqa: E402,F401
+
+
+_compile_noted = [False]
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+            disable=False):  # noqa: A001
+    """Returns ``model`` unchanged: cltorch runs eagerly. Prints a one-time note. Works as a decorator too."""
+    if model is None:
+        return lambda m: compile(m)
+    if not _compile_noted[0]:
+        import sys
+        print("cltorch.compile: compilation is not supported; running eagerly (the model is returned unchanged)",
+              file=sys.stderr)
+        _compile_noted[0] = True
+    return model
