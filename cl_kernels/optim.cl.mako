@@ -14,13 +14,22 @@
 ## single-tensor implementations (lerp for the first moment, eps added after the square root, ...).
 <%namespace name="c" file="common.cl.mako"/>
 ${c.preamble([st, ct])}
-<%
-    F = flags
-    sfx = "d" if ct == "double" else "f"
-    one = "1.0" if ct == "double" else "1.0f"
-%>
+<% F = flags %>
+## PoCL (measured, LLVM 14) compiles OpenCL's sqrt(), fabs() and isnan() as out-of-line calls, which keeps it
+## from vectorising the work-item loop: the whole kernel runs scalar. clang's __builtin_sqrt[f], __builtin_fabs[f]
+## and __builtin_isnan are LLVM intrinsics with the same IEEE results (sqrt correctly rounded) and vectorise.
+## Other compilers use the OpenCL builtins.
+#if defined(__clang__)
+#define OSQRT(x) ${"__builtin_sqrt" if ct == "double" else "__builtin_sqrtf"}(x)
+#define OFABS(x) ${"__builtin_fabs" if ct == "double" else "__builtin_fabsf"}(x)
+#define OISNAN(x) __builtin_isnan(x)
+#else
+#define OSQRT(x) sqrt(x)
+#define OFABS(x) fabs(x)
+#define OISNAN(x) isnan(x)
+#endif
 ## torch.maximum propagates NaN (fmax would drop it)
-#define NANMAX(a, b) nan_max_${sfx}((a), (b))
+#define NANMAX(a, b) (OISNAN(a) ? (a) : (OISNAN(b) ? (b) : ((a) > (b) ? (a) : (b))))
 
 <% S = {name: f"S{k}" for k, name in enumerate(states)} %>
 ## The update of elements i0, i0 + ls, ... (elems of them) of one tensor. Called from one branch per slot with
@@ -71,20 +80,20 @@ inline void optim_update(__global ${st}* restrict P, __global const ${st}* restr
 % if F["amsgrad"]:
         ${ct} vm = NANMAX((${ct})${S["max_exp_avg_sq"]}[i], v);
         ${S["max_exp_avg_sq"]}[i] = (${st})vm;
-        ${ct} d = sqrt(vm) / bc2_sqrt + eps;
+        ${ct} d = OSQRT(vm) / bc2_sqrt + eps;
 % else:
-        ${ct} d = sqrt(v) / bc2_sqrt + eps;
+        ${ct} d = OSQRT(v) / bc2_sqrt + eps;
 % endif
         p = p + neg_step_size * (m / d);
 % elif algo == "nadam":
-        ${ct} d = sqrt(v / bc2) + eps;
+        ${ct} d = OSQRT(v / bc2) + eps;
         p = p + coef_grad * (g / d);
         p = p + coef_avg * (m / d);
 % else:
         ## radam: rectified when rho_t > 5 (host decides, passes rectify = 0/1)
         ${ct} bm = m / bc1;
         if (rectify != 0) {
-            p = p - bm * lr * (bc2_sqrt / (sqrt(v) + eps)) * rect;
+            p = p - bm * lr * (bc2_sqrt / (OSQRT(v) + eps)) * rect;
         } else {
             p = p - bm * lr;
         }
@@ -99,9 +108,9 @@ inline void optim_update(__global ${st}* restrict P, __global const ${st}* restr
         ${ct} ga = (${ct})${S["grad_avg"]}[i];
         ga = ga + one_minus_alpha * (g - ga);
         ${S["grad_avg"]}[i] = (${st})ga;
-        ${ct} avg = sqrt(sq - ga * ga) + eps;
+        ${ct} avg = OSQRT(sq - ga * ga) + eps;
 % else:
-        ${ct} avg = sqrt(sq) + eps;
+        ${ct} avg = OSQRT(sq) + eps;
 % endif
 % if F["momentum"]:
         ${ct} b = (${ct})${S["momentum_buffer"]}[i] * momentum + g / avg;
@@ -116,14 +125,14 @@ inline void optim_update(__global ${st}* restrict P, __global const ${st}* restr
 % endif
         ${ct} sm = (${ct})${S["sum"]}[i] + g * g;
         ${S["sum"]}[i] = (${st})sm;
-        p = p + neg_clr * (g / (sqrt(sm) + eps));
+        p = p + neg_clr * (g / (OSQRT(sm) + eps));
 % elif algo == "adamax":
 % if F["wd"]:
         g = g + weight_decay * p;
 % endif
         ${ct} m = (${ct})${S["exp_avg"]}[i];
         m = m + one_minus_beta1 * (g - m);
-        ${ct} u = NANMAX((${ct})${S["exp_inf"]}[i] * beta2, fabs(g) + eps);
+        ${ct} u = NANMAX((${ct})${S["exp_inf"]}[i] * beta2, OFABS(g) + eps);
         ${S["exp_avg"]}[i] = (${st})m;
         ${S["exp_inf"]}[i] = (${st})u;
         p = p + neg_clr * (m / u);

@@ -1,8 +1,10 @@
 """cltorch.optim: PyTorch's optimizers and learning-rate schedulers, with fused in-place OpenCL steps.
 
 Mirrors ``torch.optim``: :class:`Optimizer`, SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam, and
-``cltorch.optim.lr_scheduler``. Each step is one kernel template (``cl_kernels/optim.cl.mako``) launched
-once per 8 parameters (multi-tensor), in place on the parameter and state storage.
+``cltorch.optim.lr_scheduler``. Every algorithm's update is one kernel template (``cl_kernels/optim.cl.mako``)
+that runs in place on the parameter and state storage; one launch updates up to ``slots`` parameters (8 on
+GPUs; 1 on CPU devices, where per-tensor launches measured faster; a device profile's ``[optim] slots``
+overrides it).
 """
 from . import lr_scheduler
 from .adagrad import Adagrad
