@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import cltorch
-from cltorch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
+from cltorch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, default_collate, get_worker_info
 
 MEAN, STD = 0.25, 2.0
 
@@ -119,7 +119,7 @@ class Custom:
 
 
 def custom_collate(samples):
-    return Custom(cltorch.stack([s[0] for s in samples]))
+    return Custom(default_collate([s[0] for s in samples]))
 
 
 def _alive(pid):

@@ -80,7 +80,7 @@ class RandomSampler(Sampler):
         if self.replacement:
             for start in range(0, total, 32):
                 k = min(32, total - start)
-                yield from cltorch.randint(high=n, size=(k,), dtype=cltorch.int64, generator=g).tolist()
+                yield from cltorch.randint(0, n, (k,), dtype=cltorch.int64, generator=g).tolist()
         else:
             for _ in range(total // n):
                 yield from cltorch.randperm(n, generator=g).tolist()
