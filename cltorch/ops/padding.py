@@ -64,6 +64,10 @@ def _constant_fwd(ctx, x, pads, value):
     if out.numel() == 0:
         return out
     if any(a > 0 or b > 0 for a, b in pads):
+        if x.dtype is D.bool:
+            value = bool(value)
+        elif not x.dtype.is_floating_point:
+            value = int(value)
         out.fill_(value)
     mid = out
     for d, (a, b) in enumerate(pads):
