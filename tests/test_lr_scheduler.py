@@ -364,3 +364,19 @@ def test_sequential_state_dict_nests_children():
     sched = S.SequentialLR(opt, [S.ConstantLR(opt, 0.5, 2), S.ExponentialLR(opt, 0.9)], [3])
     sd = sched.state_dict()
     assert len(sd["_schedulers"]) == 2 and "optimizer" not in sd["_schedulers"][0]
+
+
+def test_tensor_lr_is_filled_in_place():
+    p = cltorch.zeros(3, requires_grad=True)
+    lr = cltorch.tensor(0.1)
+    opt = SGD([p], lr=lr)
+    sched = S.StepLR(opt, step_size=1, gamma=0.5)
+    for _ in range(3):
+        p.grad = cltorch.ones(3)
+        opt.step()
+        sched.step()
+    assert opt.param_groups[0]["lr"] is lr                      # filled, never replaced
+    assert float(lr.item()) == pytest.approx(0.1 * 0.5 ** 3)
+    assert float(sched.get_last_lr()[0].item()) == pytest.approx(0.0125)
+    assert sched.get_last_lr()[0] is not lr                     # a copy
+    assert p.detach().numpy() == pytest.approx([-(0.1 + 0.05 + 0.025)] * 3)
