@@ -236,7 +236,8 @@ def test_worker_death_raises_quickly(no_leaks, how, code):
     it = iter(dl)
     no_leaks.extend(p.pid for p in it._res.procs)
     t0 = time.time()
-    with pytest.raises(RuntimeError, match=r"DataLoader worker 1 \(pid \d+\) exited unexpectedly with " + re.escape(code)):
+    pattern = r"DataLoader worker 1 \(pid \d+\) exited unexpectedly with " + re.escape(code)
+    with pytest.raises(RuntimeError, match=pattern):
         for _ in it:
             pass
     assert time.time() - t0 < 5

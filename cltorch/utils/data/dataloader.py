@@ -163,17 +163,25 @@ class DataLoader:
     workers' process sentinels, so there is no polling delay). ``timeout > 0`` raises RuntimeError when
     no batch arrives within that many seconds.
 
-    **Start method (DESIGN decision 3).** OpenCL in a forked child hangs on PoCL once the parent has used
-    OpenCL, so workers are started by ``forkserver`` (or ``spawn`` where forkserver is missing), never by
-    ``fork``, unless ``multiprocessing_context`` says otherwise. Such a worker is a clean process: cpu
-    tensor arithmetic in ``__getitem__`` (``(x - mean) / std``) works there, on the worker's own OpenCL
-    context, while indexing, views and collation stay on the host. The choice was measured against the
-    alternative (keeping workers host-only so fork is safe); the numbers, in ``benchmarks/
-    bench_dataloader.py`` and the issue note, are: starting 2 forkserver workers costs ~0.1 s when the
-    dataset does no arithmetic, and each worker's first OpenCL op adds its context and kernel-cache
-    loads (~0.2-0.3 s per worker, once); ``persistent_workers=True`` pays that once per loader instead of
-    once per epoch. Fork would start faster but cannot run any cpu arithmetic after the parent used
-    OpenCL. As with ``spawn`` in PyTorch, a script needs the ``if __name__ == "__main__":`` guard, and the
+    **Start method (DESIGN decision 3), chosen by measurement.** On PoCL, OpenCL in a child forked from a
+    process that used OpenCL hangs, so the two candidates were (a) workers started clean, by
+    ``forkserver`` (``spawn`` where forkserver is missing), each opening its own OpenCL context when it
+    first computes, and (b) ``fork``-started workers in which cpu tensor ops take a host (numpy) path.
+    (a) is the default. Measured on the 2-core PoCL machine (``benchmarks/bench_dataloader.py
+    --startup``), the first batch of a fresh 2-worker iterator arrives after 0.04-0.10 s with fork,
+    0.11-0.34 s with forkserver and 1.9-2.5 s with spawn; the fork server itself starts once per process
+    (~2.3 s: it imports cltorch, never the user's ``__main__``, so user code that touches OpenCL at
+    import time cannot poison it). When ``__getitem__`` does tensor arithmetic, each worker's first op adds
+    its OpenCL context and two program loads from the on-disk kernel cache (0 builds): +0.6-0.9 s to
+    the first batch. ``persistent_workers=True`` pays that once per loader; the next epoch's first batch
+    then takes 0.01-0.07 s. (b) would save those start-up costs, but it needs a host implementation of
+    every op a transform may call, which cltorch does not have: any op without one would hang or raise in
+    a forked worker, while a clean worker runs every op. Every cpu op that runs on OpenCL pays a kernel
+    launch and a queue sync (0.1-0.5 ms each on PoCL, against about 21 us per sample for torch's whole
+    DataLoader here). So in a transform prefer numpy, or few large tensor ops. Indexing, views and
+    collation never touch OpenCL in a worker.
+
+    As with ``spawn`` in PyTorch, a script needs the ``if __name__ == "__main__":`` guard, and the
     dataset, ``collate_fn`` and ``worker_init_fn`` must be picklable (no lambdas, no classes defined in an
     interactive session). With ``multiprocessing_context="fork"`` pure data loading works, and a dataset
     that computes on cpu tensors gets cltorch's RuntimeError about OpenCL in a forked child, re-raised here
@@ -283,7 +291,8 @@ class DataLoader:
                     multiprocessing_context = mp.get_context(multiprocessing_context)
                 if not isinstance(multiprocessing_context, mp.context.BaseContext):
                     raise TypeError("multiprocessing_context option should be a valid context object or a string "
-                                    f"specifying the start method, but got multiprocessing_context={multiprocessing_context}")
+                                    "specifying the start method, but got "
+                                    f"multiprocessing_context={multiprocessing_context}")
             else:
                 raise ValueError("multiprocessing_context can only be used with multi-process loading "
                                  f"(num_workers > 0), but got num_workers={self.num_workers}")
