@@ -393,3 +393,71 @@ def test_dataset_copy_per_worker_is_private(no_leaks):
     # each worker counts from 0 in its own copy; the main process's arrays are untouched
     assert [g[0] for g in got] == [0, 0, 1, 1, 2, 2, 3, 3] and [g[1] for g in got] == [0, 0, 1, 1, 2, 2, 3, 3]
     assert ds.big[0] == 0 and ds.t[0].item() == 0
+
+
+# ------------------------------------------------------------------------------------------ real training run
+def _children(pid):
+    kids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == pid:
+                kids.append(int(d))
+    return kids
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the workers through /proc")
+def test_training_example_with_a_killed_worker(tmp_path):
+    """examples/train_digits.py (2 workers, pinned memory, persistent workers): SIGKILL one worker mid-run;
+    the script must fail fast with the worker's id and exit code, leaving no process or segment behind."""
+    import subprocess
+    import sys
+    pytest.importorskip("sklearn")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-u", os.path.join(repo, "examples", "train_digits.py"), "--device", "cpu",
+                             "--epochs", "200", "--workers", "2", "--no-progress",
+                             "--checkpoint", str(tmp_path / "ck.pt")],
+                            cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 180
+        line = ""
+        for line in proc.stdout:
+            if "first step done" in line or time.time() > deadline:
+                break
+        if proc.poll() is not None or "first step done" not in line:
+            proc.kill()
+            pytest.fail(f"the example did not start training (rc {proc.wait()}):\n{proc.stderr.read()[-3000:]}")
+        servers = [p for p in _children(proc.pid) if "forkserver" in _cmdline(p)]
+        assert len(servers) == 1, "the DataLoader's fork server was not found"
+        workers = _children(servers[0])
+        assert len(workers) == 2
+        os.kill(workers[0], signal.SIGKILL)
+        t0 = time.time()
+        _, err = proc.communicate(timeout=60)
+        elapsed = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0
+    assert re.search(rf"RuntimeError: DataLoader worker \d \(pid {workers[0]}\) exited unexpectedly with exit code -9",
+                     err), err[-3000:]
+    assert elapsed < 15
+    deadline = time.time() + 5
+    while time.time() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.05)
+    assert not [p for p in workers if _alive(p)]
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"ct{proc.pid:x}_")]
