@@ -42,7 +42,11 @@ class Runtime:
         for cap in self.profile.get_value("quirks", "mask", []) or []:
             setattr(info, cap, False)
         self.ctx = cl.Context([info.cl_device])
-        self.queue = cl.CommandQueue(self.ctx)
+        import os
+        self.profiling = os.environ.get("CLTORCH_PROFILE_KERNELS") == "1"
+        props = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
+        self.queue = cl.CommandQueue(self.ctx, properties=props)
+        self._events = []
         self._alloc = cltools.ImmediateAllocator(self.queue)
         self.pool = cltools.MemoryPool(self._alloc)
         self._kernels = {}
@@ -89,7 +93,22 @@ class Runtime:
     def launch(self, k, gsize, lsize, *args):
         """Enqueue a kernel; marks the queue as having pending work."""
         self.pending = True
-        return k(self.queue, gsize, lsize, *args)
+        ev = k(self.queue, gsize, lsize, *args)
+        if self.profiling:
+            self._events.append((k.function_name, gsize, ev))
+        return ev
+
+    def kernel_profile(self, reset=True):
+        """With CLTORCH_PROFILE_KERNELS=1: {kernel name: (calls, total device ms)} since the last reset."""
+        self.queue.finish()
+        out = {}
+        for name, gs, ev in self._events:
+            ms = (ev.profile.end - ev.profile.start) * 1e-6
+            c, t = out.get(name, (0, 0.0))
+            out[name] = (c + 1, t + ms)
+        if reset:
+            self._events = []
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
 
     def synchronize(self):
         if self.pending:

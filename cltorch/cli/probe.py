@@ -1,0 +1,235 @@
+"""``cltorch probe``: a conformance self-test and microbenchmarks on each OpenCL device; ``--tune`` searches
+GEMM tile parameters and writes a tuned profile to the user's config dir (preferred over ``devices/``).
+
+Checks (each against a numpy reference): elementwise on strided views, reductions, GEMM, softmax, SDPA
+(fused against the composed math), and Philox (bit-identical to the numpy reference). Benchmarks: device
+copy bandwidth (GB/s), fp32 GEMM (GFLOP/s), and queued launch latency (microseconds per op).
+Exit status 1 when any check fails.
+"""
+import json
+import statistics
+import time
+
+import numpy as np
+
+from .. import backend
+
+
+def _checks(dev, quick):
+    import cltorch as torch
+    import cltorch.nn.functional as F
+    rng = np.random.default_rng(0)
+    out = []
+
+    def check(name, fn):
+        try:
+            err = fn()
+            ok = err is True or (err is not False and err < 1e-4)
+            out.append({"check": name, "ok": bool(ok), "max_rel_err": None if isinstance(err, bool) else float(err)})
+        except Exception as e:  # a failed check is reported, not raised
+            out.append({"check": name, "ok": False, "error": f"{type(e).__name__}: {e}"})
+
+    def rel(a, b):
+        a = np.asarray(a, np.float64)
+        b = np.asarray(b, np.float64)
+        return float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-12))
+
+    a = rng.standard_normal((67, 45)).astype(np.float32)
+    b = rng.standard_normal((45, 67)).astype(np.float32)
+    ta, tb = torch.tensor(a, device=dev), torch.tensor(b, device=dev)
+    check("elementwise (strided views, broadcast, exp/tanh)",
+          lambda: rel((ta.t()[::2] * 2 + tb[::2].tanh()).exp().cpu().numpy(),
+                      np.exp(a.T[::2] * 2 + np.tanh(b[::2]))))
+    check("reductions (sum, amax, argmax, var)", lambda: max(
+        rel(ta.sum(0).cpu().numpy(), a.sum(0)), rel(ta.amax(1).cpu().numpy(), a.max(1)),
+        0.0 if ta.argmax().item() == int(a.argmax()) else 1.0, rel(ta.var(1).cpu().numpy(), a.var(1, ddof=1))))
+    check("GEMM (transposed operand)", lambda: rel((ta @ ta.t()).cpu().numpy(), a @ a.T))
+    check("softmax and log_softmax", lambda: max(
+        rel(F.softmax(ta * 30, 1).cpu().numpy(), _softmax(a * 30)),
+        rel(F.log_softmax(ta, 0).cpu().numpy(), np.log(_softmax(a.T)).T)))
+    q = torch.tensor(rng.standard_normal((2, 2, 33, 16)).astype(np.float32), device=dev)
+    k = torch.tensor(rng.standard_normal((2, 2, 40, 16)).astype(np.float32), device=dev)
+    v = torch.tensor(rng.standard_normal((2, 2, 40, 16)).astype(np.float32), device=dev)
+
+    def sdpa():
+        ref = _sdpa_np(q.cpu().numpy(), k.cpu().numpy(), v.cpu().numpy(), causal=True)
+        return rel(F.scaled_dot_product_attention(q, k, v, is_causal=True).cpu().numpy(), ref)
+    check("scaled_dot_product_attention (causal, L != S)", sdpa)
+
+    def philox():
+        from ..ops import _philox_ref as REF
+        g = torch.Generator().manual_seed(1234)
+        t = torch.rand(64, generator=g, device=dev).cpu().numpy()
+        w = REF.random_words(1234, 0, 16).reshape(-1)
+        ref = (w >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24)
+        return t.tobytes() == ref.tobytes()
+    check("Philox4x32-10 draws bit-identical to the numpy reference", philox)
+    return out
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def _sdpa_np(q, k, v, causal):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if causal:
+        L, S = s.shape[-2:]
+        s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+    s = s - s.max(-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(-1, keepdims=True)
+    return p @ v
+
+
+def _bench(dev, quick):
+    import cltorch as torch
+    res = {}
+    n = (1 << 22) if quick else (1 << 24)
+    x = torch.empty(n, device=dev)
+    x.fill_(1.0)
+    reps = 3 if quick else 7
+
+    def timed(fn, inner=1):
+        fn()
+        torch.cl.synchronize()
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            torch.cl.synchronize()
+            ts.append((time.perf_counter() - t0) / inner)
+        return statistics.median(ts)
+    t = timed(lambda: x.clone())
+    res["copy_GBps"] = 2 * n * 4 / t / 1e9
+    m = 512 if quick else 1024
+    a = torch.randn(m, m, device=dev)
+    b = torch.randn(m, m, device=dev)
+    t = timed(lambda: a @ b)
+    res["gemm_fp32_GFLOPs"] = 2 * m ** 3 / t / 1e9
+    res["gemm_size"] = m
+    s = torch.ones(1000, device=dev)
+    for _ in range(100):
+        s + s
+    torch.cl.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(2000):
+        s + s
+    t1 = time.perf_counter()
+    torch.cl.synchronize()
+    res["launch_latency_us"] = (t1 - t0) / 2000 * 1e6
+    return res
+
+
+def _tune(dev, quick):
+    """Search GEMM register-blocking rows for two size classes; write the best into the tuned profile."""
+    import cltorch as torch
+    from ..ops import _gemm
+    from ..backend.profile import tuned_profile_path
+    d = torch.device(dev)
+    rt = backend.runtime(d.index)
+    g = dict(rt.profile.get("gemm", {}))
+    if int(g.get("local", 0)):
+        cands = [dict(lx=lx, ly=ly, mr=mr, nr=nr, tk=16) for lx, ly in ((16, 16), (8, 8)) for mr, nr in
+                 ((4, 4), (8, 4), (2, 2))]
+    else:
+        cands = [dict(mr=mr, nv=nv, vw=8, lx=lx, ly=ly) for mr in (4, 6, 8) for nv in (1, 2)
+                 for lx, ly in ((8, 8), (4, 8), (16, 4))]
+    sizes = [(384, 256), (None, 512 if quick else 1024)]
+    shipped_rows = list(g.get("sizes", []) or [{}])
+    best_rows = []
+    report = []
+    for upto, m in sizes:
+        a = torch.randn(m, m, device=dev)
+        b = torch.randn(m, m, device=dev)
+
+        def time_row(row):
+            rt.profile["gemm"] = dict(g, sizes=[row])
+            _gemm.clear_cache()
+            (a @ b)
+            torch.cl.synchronize()
+            ts = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                (a @ b)
+                torch.cl.synchronize()
+                ts.append(time.perf_counter() - t0)
+            return min(ts)
+        shipped = _gemm._row_for(shipped_rows, m)
+        base_t = time_row({k: v for k, v in shipped.items() if k != "upto"})
+        best, best_t = None, base_t
+        for c in cands:
+            row = dict({k: v for k, v in shipped.items() if k not in ("upto",)}, **c)
+            try:
+                t = time_row(row)
+            except Exception:
+                continue
+            if t < best_t:
+                best, best_t = row, t
+        chosen = best or {k: v for k, v in shipped.items() if k != "upto"}
+        if upto is not None:
+            chosen = dict(chosen, upto=upto)
+        best_rows.append(chosen)
+        report.append({"size": m, "shipped_GFLOPs": 2 * m ** 3 / base_t / 1e9,
+                       "tuned_GFLOPs": 2 * m ** 3 / best_t / 1e9, "speedup": base_t / best_t})
+    rt.profile["gemm"] = dict(g)
+    _gemm.clear_cache()
+    path = tuned_profile_path(rt.info)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Written by `cltorch probe --tune`; preferred over the shipped devices/ profiles.",
+             f"# device: {rt.info.name} ({rt.info.driver_version})", "[gemm]", f"local = {int(g.get('local', 0))}",
+             "sizes = ["]
+    for row in best_rows:
+        lines.append("  { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in row.items()) + " },")
+    lines.append("]")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return {"profile": str(path), "gemm": report}
+
+
+def run(args):
+    infos = backend.list_devices()
+    if not infos:
+        from .devices import HINT
+        print(HINT)
+        return 1
+    devs = args.device or [f"cl:{i.index}" for i in infos]
+    results, failed = [], False
+    for dev in devs:
+        entry = {"device": dev, "name": None}
+        try:
+            import cltorch as torch
+            entry["name"] = torch.cl.get_device_name(dev) if dev != "cpu" else "cpu (host memory)"
+            entry["checks"] = _checks(dev, args.quick)
+            entry["bench"] = _bench(dev, args.quick)
+            if args.tune and dev != "cpu":
+                entry["tune"] = _tune(dev, args.quick)
+        except Exception as e:
+            entry["error"] = f"{type(e).__name__}: {e}"
+        if entry.get("error") or not all(c["ok"] for c in entry.get("checks", [])):
+            failed = True
+        results.append(entry)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for e in results:
+            print(f"== {e['device']}: {e['name']}")
+            if e.get("error"):
+                print(f"   ERROR {e['error']}")
+                continue
+            for c in e["checks"]:
+                detail = c.get("error") or (f"max rel err {c['max_rel_err']:.2e}" if c.get("max_rel_err") is not None
+                                            else "")
+                print(f"   {'PASS' if c['ok'] else 'FAIL'}  {c['check']}  {detail}")
+            b = e["bench"]
+            print(f"   copy bandwidth {b['copy_GBps']:.1f} GB/s; fp32 GEMM {b['gemm_size']}^3 "
+                  f"{b['gemm_fp32_GFLOPs']:.1f} GFLOP/s; queued launch {b['launch_latency_us']:.1f} us/op")
+            if "tune" in e:
+                for r in e["tune"]["gemm"]:
+                    print(f"   tune GEMM {r['size']}^3: shipped {r['shipped_GFLOPs']:.1f} -> tuned "
+                          f"{r['tuned_GFLOPs']:.1f} GFLOP/s ({r['speedup']:.2f}x)")
+                print(f"   wrote {e['tune']['profile']}")
+    return 1 if failed else 0
