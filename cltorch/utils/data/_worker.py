@@ -186,6 +186,7 @@ def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_work
         return
 
     iteration_end = False
+    pending_error = None
     while True:
         try:
             r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
@@ -193,14 +194,21 @@ def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_work
             if parent is not None and not parent.is_alive():
                 break
             continue
+        except (EOFError, OSError):  # the main process is gone
+            break
         if r is None:  # shutdown
             break
         if isinstance(r, _ResumeIteration):
             iteration_end = False
-            fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+            try:
+                fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+            except Exception:  # e.g. iter(dataset) failed: report it with the next batch
+                pending_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
             continue
         gen, idx, index = r
-        if iteration_end:
+        if pending_error is not None:
+            data, pending_error = pending_error, None
+        elif iteration_end:
             data = _IterableDatasetStopIteration(worker_id)
         else:
             try:
