@@ -1,0 +1,25 @@
+"""The layer classes of ``cltorch.nn`` (PyTorch's ``torch.nn.modules``)."""
+from .module import Module, RemovableHandle, register_module_forward_hook, register_module_forward_pre_hook  # noqa
+from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Container  # noqa
+from .linear import Identity, Linear, Bilinear, NonDynamicallyQuantizableLinear  # noqa
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa
+from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa
+                      AdaptiveMaxPool2d)
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm, RMSNorm,  # noqa
+                            InstanceNorm1d, InstanceNorm2d, LocalResponseNorm)
+from .activation import (Threshold, ReLU, ReLU6, RReLU, Hardtanh, LeakyReLU, PReLU, ELU, CELU, SELU, GELU,  # noqa
+                         SiLU, Mish, Tanh, Sigmoid, Hardsigmoid, Hardswish, Hardshrink, Softshrink, Tanhshrink,
+                         Softsign, Softplus, LogSigmoid, GLU, Softmax, Softmin, LogSoftmax, Softmax2d,
+                         MultiheadAttention)
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout  # noqa
+from .sparse import Embedding  # noqa
+from .flatten import Flatten, Unflatten  # noqa
+from .upsampling import (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, ZeroPad1d, ZeroPad2d,  # noqa
+                         ConstantPad1d, ConstantPad2d, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
+                         ReplicationPad2d, CircularPad1d, CircularPad2d)
+from .distance import PairwiseDistance, CosineSimilarity  # noqa
+from .transformer import (TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer,  # noqa
+                          TransformerDecoder, Transformer)
+from .loss import (L1Loss, MSELoss, CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss,  # noqa
+                   SmoothL1Loss, HuberLoss, PoissonNLLLoss, GaussianNLLLoss, MarginRankingLoss, HingeEmbeddingLoss,
+                   SoftMarginLoss, CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss)
