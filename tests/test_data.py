@@ -305,6 +305,12 @@ def test_default_collate_types():
     # int and float tensors promote as cltorch.stack does (int64 + float32 -> float32)
     mixed = default_collate([cltorch.tensor([1, 2]), cltorch.tensor([0.5, 1.5])])
     assert mixed.dtype == cltorch.float32 and mixed.tolist() == [[1.0, 2.0], [0.5, 1.5]]
+    # device tensors and tensors that need grad are stacked by cltorch.stack
+    dev = default_collate([cltorch.tensor([1.0, 2.0], device="cl"), cltorch.tensor([3.0, 4.0], device="cl")])
+    assert dev.device == cltorch.device("cl") and dev.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    w = cltorch.ones(2, requires_grad=True)
+    g = default_collate([w, w * 2])
+    assert g.requires_grad and g.tolist() == [[1.0, 1.0], [2.0, 2.0]]
     # a non-contiguous tensor collates by value
     tr = cltorch.from_numpy(np.arange(6, dtype=np.int64).reshape(2, 3)).t()
     np.testing.assert_array_equal(arr(default_collate([tr, tr])), np.stack([np.arange(6).reshape(2, 3).T] * 2))
