@@ -343,10 +343,17 @@ def test_pad_errors(device):
 
 # ------------------------------------------------------------------------------------------- interpolate
 def ref_nearest(x, out, scales=None, exact=False):
+    """floor(o * scale) in float32, clamped; 2-d 'nearest' copies an unchanged dim and halves a doubled one
+    (PyTorch's nearest_idx), 1-d/3-d 'nearest' and 'nearest-exact' do not."""
     y = x
+    two_d = len(out) == 2 and not exact
     for ax, (L, Lo) in enumerate(zip(x.shape[2:], out)):
         s = scales[ax] if scales else None
         scale = np.float32(1.0 / s) if s else np.float32(L) / np.float32(Lo)
+        if two_d and Lo == L:
+            continue
+        if two_d and Lo == 2 * L:
+            scale = np.float32(0.5)
         o = np.arange(Lo, dtype=np.float32)
         src = np.minimum(np.floor(((o + np.float32(0.5)) if exact else o) * scale).astype(np.int64), L - 1)
         y = np.take(y, src, axis=ax + 2)
@@ -360,6 +367,8 @@ def ref_linear(x, out, align, scales=None):
     for ax in reversed(range(len(out))):
         L, Lo = x.shape[ax + 2], out[ax]
         s = scales[ax] if scales else None
+        if L == Lo:            # an unchanged dim is copied (PyTorch's compute_source_index_and_lambda)
+            continue
         if align:
             scale = (L - 1) / (Lo - 1) if Lo > 1 else 0.0
         else:
@@ -394,6 +403,24 @@ def test_interpolate_nearest(device):
     x1 = x[:, :, 0]
     np.testing.assert_array_equal(N(Pd.interpolate(T(x1, device), scale_factor=3)),
                                   ref_nearest(x1, (21,), (3.0,)))
+    np.testing.assert_array_equal(N(Pd.interpolate(T(x, device), scale_factor=(2.05, 1.02))),
+                                  ref_nearest(x, (10, 7), (2.05, 1.02)))
+
+
+@on_devices
+def test_interpolate_size_preserving_literals(device):
+    # values from PyTorch 2.13: with a scale_factor that keeps a size, 2-d nearest and the linear modes copy
+    # that dim, 1-d nearest does not; 2-d nearest maps a doubled dim by o // 2
+    x1 = torch.arange(5, dtype=torch.float32, device=device).reshape(1, 1, 5)
+    assert N(Pd.interpolate(x1, scale_factor=1.08)).tolist() == [[[0, 0, 1, 2, 3]]]
+    assert N(Pd.interpolate(x1, scale_factor=1.08, mode="linear")).tolist() == [[[0, 1, 2, 3, 4]]]
+    x = torch.arange(15, dtype=torch.float32, device=device).reshape(1, 1, 3, 5)
+    assert N(Pd.interpolate(x, scale_factor=(2.3, 1.08)))[0, 0].tolist() == \
+        [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [5, 6, 7, 8, 9], [10, 11, 12, 13, 14], [10, 11, 12, 13, 14]]
+    yb = N(Pd.interpolate(x, scale_factor=(2.3, 1.08), mode="bilinear"))[0, 0]
+    np.testing.assert_allclose(yb[:, 0], [0.0, 0.7608695652173916, 2.934782608695653, 5.108695652173913,
+                                          7.282608695652176, 9.456521739130435], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(yb[1], yb[1, 0] + np.arange(5), rtol=1e-5, atol=1e-5)
 
 
 @on_devices

@@ -376,8 +376,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         d = i + 2
         L, Lo = input.shape[d], out[i]
         s = scales[i]
+        # PyTorch's CPU kernels copy a dim whose size does not change in the linear modes
+        # (compute_source_index_and_lambda) and, for 2-d nearest only, also map a doubled dim by o >> 1
+        # (nearest_idx); 1-d and 3-d nearest and nearest-exact always use floor(o * scale).
+        if L == Lo and (m == 2 or (m == 0 and dim == 2)):
+            continue
         if m < 2:
-            fscale = np.float32(1.0 / s) if s is not None and s > 0 else np.float32(L) / np.float32(Lo)
+            if m == 0 and dim == 2 and Lo == 2 * L:
+                fscale = np.float32(0.5)
+            else:
+                fscale = np.float32(1.0 / s) if s is not None and s > 0 else np.float32(L) / np.float32(Lo)
             scale = npt(0)
         else:
             fscale = np.float32(0)
@@ -385,8 +393,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 scale = npt(L - 1) / npt(Lo - 1) if Lo > 1 else npt(0)
             else:
                 scale = npt(1.0 / s) if s is not None and s > 0 else npt(L) / npt(Lo)
-        if L == Lo and m < 2 and (s is None or s == 1.0):
-            continue
         x = call(_resample_op, x, d, Lo, m, bool(align_corners), fscale, scale)
     if x is input:
         x = call(_constant_op, input, tuple([(0, 0)] * input.dim()), 0.0)

@@ -299,12 +299,11 @@ def _window_geom(fn, x, nd, kernel_size, stride, padding, dilation, ceil_mode, d
         raise RuntimeError(f"{fn}: stride should be greater than zero, but got stride={list(s)}")
     if any(v <= 0 for v in d):
         raise RuntimeError(f"{fn}: dilation should be greater than zero, but got dilation={list(d)}")
-    for pv, kv, dv in zip(p, k, d):
-        if pv < 0:
-            raise RuntimeError(f"{fn}: pad must be non-negative, but got pad: {pv}")
-        if pv > ((kv - 1) * dv + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pv}, "
-                               f"kernel_size={kv} and dilation={dv}")
+    if any(pv < 0 for pv in p):
+        raise RuntimeError(f"{fn}: pad must be non-negative, but got pad: {list(p)}")
+    if any(pv > kv // 2 for pv, kv in zip(p, k)):     # PyTorch's pool2d_shape_check (dilation not counted)
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padding={list(p)}, "
+                           f"kernel_size={list(k)}")
     spatial = tuple(x.shape[-nd:])
     outs = tuple(out_size(L, kv, sv, pv, dv, ceil_mode) for L, kv, sv, pv, dv in zip(spatial, k, s, p, d))
     if any(o < 1 for o in outs):
