@@ -34,18 +34,22 @@ __all__ = [
 _OPS = {}
 
 
-def _op(module, name):
-    """The op ``cltorch.ops.<module>.<name>``; NotImplementedError when that op does not exist (yet)."""
-    key = (module, name)
+def _op(modules, name):
+    """The op ``cltorch.ops.<module>.<name>`` (``modules``: one op module or several to look in, in order);
+    NotImplementedError when that op does not exist (yet)."""
+    key = (modules, name)
     fn = _OPS.get(key)
     if fn is None:
-        try:
-            mod = importlib.import_module(f"cltorch.ops.{module}")
-        except ImportError:
-            mod = None
-        fn = getattr(mod, name, None) if mod is not None else None
+        for module in (modules,) if isinstance(modules, str) else modules:
+            try:
+                mod = importlib.import_module(f"cltorch.ops.{module}")
+            except ImportError:
+                continue
+            fn = getattr(mod, name, None)
+            if fn is not None:
+                break
         if fn is None:
-            raise NotImplementedError(f"nn.functional.{name} needs the op cltorch.ops.{module}.{name}, "
+            raise NotImplementedError(f"nn.functional.{name} needs the op cltorch.ops.{modules}.{name}, "
                                       "which this build does not have")
         _OPS[key] = fn
     return fn
@@ -602,7 +606,7 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):  # noqa: A002
 
 def one_hot(tensor, num_classes=-1):
     """int64 tensor (*, num_classes) with a 1 at each index of ``tensor``."""
-    return _op("indexing", "one_hot")(tensor, num_classes)
+    return _op(("indexing", "joins"), "one_hot")(tensor, num_classes)
 
 
 # ------------------------------------------------------------------------------------------------ distances
@@ -840,7 +844,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def _cat(tensors, dim=0):
-    cat = getattr(torch, "cat", None) or _op("joins", "cat")
+    cat = getattr(torch, "cat", None) or _op(("joins", "indexing"), "cat")
     return cat(tensors, dim)
 
 
