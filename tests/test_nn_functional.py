@@ -391,3 +391,36 @@ def test_small_mlp_trains_and_matches_across_devices(device):
     torch.manual_seed(7)
     ref = nn.Sequential(nn.Linear(4, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 2))
     np.testing.assert_allclose(F.cross_entropy(ref(X.cpu()), y.cpu()).item(), losses[0], rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------ shape and padding
+@pytest.mark.parametrize("device", DEVICES)
+def test_identity_flatten_unflatten_and_padding_layers(device):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = torch.from_numpy(a.copy()).to(device)
+    assert nn.Identity(3, foo=1)(x) is x
+    np.testing.assert_array_equal(to_np(nn.Flatten()(x)), a.reshape(2, 12))
+    np.testing.assert_array_equal(to_np(nn.Flatten(0, 1)(x)), a.reshape(6, 4))
+    np.testing.assert_array_equal(to_np(nn.Unflatten(2, (2, -1))(x)), a.reshape(2, 3, 2, 2))
+    with pytest.raises(TypeError):
+        nn.Unflatten(1, 3)
+    img = a.reshape(1, 2, 3, 4)
+    t = torch.from_numpy(img.copy()).to(device)
+    np.testing.assert_array_equal(to_np(nn.ZeroPad2d((1, 0, 2, 1))(t)),
+                                  np.pad(img, ((0, 0), (0, 0), (2, 1), (1, 0))))
+    np.testing.assert_array_equal(to_np(nn.ConstantPad1d(2, -1.0)(x)),
+                                  np.pad(a, ((0, 0), (0, 0), (2, 2)), constant_values=-1))
+    np.testing.assert_array_equal(to_np(nn.ReflectionPad2d(1)(t)),
+                                  np.pad(img, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect"))
+    np.testing.assert_array_equal(to_np(nn.ReplicationPad1d((1, 2))(x)),
+                                  np.pad(a, ((0, 0), (0, 0), (1, 2)), mode="edge"))
+    assert repr(nn.ZeroPad2d(1)) == "ZeroPad2d((1, 1, 1, 1))"
+
+
+def test_attention_backend_names_reexported():
+    from cltorch.nn.attention import SDPBackend, sdpa_kernel
+    assert hasattr(SDPBackend, "FLASH_ATTENTION") and hasattr(SDPBackend, "MATH")
+    with sdpa_kernel(SDPBackend.MATH):
+        q = torch.randn(1, 2, 3, 4, device=DEVICES[-1])
+        out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert out.shape == (1, 2, 3, 4)

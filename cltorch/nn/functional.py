@@ -598,7 +598,10 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):  # noqa: A002
     to norm ``max_norm`` (PyTorch's ``embedding_renorm_``: scale = max_norm / (norm + 1e-7))."""
     with torch.no_grad():
         n = weight.shape[0]
-        used = one_hot(input.reshape(-1).long(), n).sum(0) > 0
+        idx = input.reshape(-1).long()
+        counts = _op("indexing", "index_add")(torch.zeros(n, dtype=weight.dtype, device=weight.device), 0, idx,
+                                              torch.ones(idx.shape[0], dtype=weight.dtype, device=weight.device))
+        used = counts > 0
         norms = torch.norm(weight, norm_type, 1)
         scale = torch.where(used & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
         weight.mul_(scale.unsqueeze(1).to(weight.dtype))
