@@ -360,8 +360,10 @@ def test_sdpa_math_fallback_matches_numpy():
 
 
 def test_loss_legacy_reduction_flags():
-    assert nn.MSELoss(size_average=False).reduction == "sum"
-    assert nn.L1Loss(reduce=False).reduction == "none"
+    with pytest.warns(UserWarning, match="reduction='sum'"):
+        assert nn.MSELoss(size_average=False).reduction == "sum"
+    with pytest.warns(UserWarning, match="reduction='none'"):
+        assert nn.L1Loss(reduce=False).reduction == "none"
     assert nn.CrossEntropyLoss().reduction == "mean"
     loss = nn.CrossEntropyLoss(weight=torch.ones(3))
     assert [n for n, _ in loss.named_buffers()] == ["weight"]
