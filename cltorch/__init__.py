@@ -14,6 +14,13 @@ from .ops.views import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
+from .ops.indexing import *  # noqa: F401,F403
+from .ops.joins import *  # noqa: F401,F403
+from .ops.sortscan import *  # noqa: F401,F403
+from .ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: F401
+from .ops.pool import max_pool1d, max_pool2d, avg_pool1d  # noqa: F401
+from .ops.softmax import softmax, log_softmax  # noqa: F401
+from .ops.norms import layer_norm, group_norm, batch_norm, instance_norm, rms_norm  # noqa: F401
 from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled
