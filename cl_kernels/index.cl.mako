@@ -11,13 +11,15 @@
 ##   mode: "gather" (a = b[...]) or "put" (b[...] op= a);  op: assign | add | mul | max | min
 ##   dt: OpenCL type of data (for gather and assign only the item size matters: uchar/ushort/uint/ulong)
 ##   floating: dt is a floating type (NaN rules of max/min); scalar: the put value is a kernel argument
-##   W: positions of the innermost dim per work-item (a short contiguous run; 1 on GPUs); inner_ix: some index
-##   tensor varies along the innermost dim (else the indices are resolved once per work-item); R >= 1
+## Runtime flags: W, the positions of the innermost dim per work-item (a short contiguous run; 1 on GPUs);
+##   neg, negative indices wrap; inner_ix, some index varies along the innermost dim (else the indices are
+##   resolved once per work-item). R >= 1 (the caller pads the rank to a few buckets to bound program count).
 ##
 ## cnt / compact (stream compaction over a strided tensor of rank R, in row-major order):
 ##   work-item c owns elements [c*L, min(n, (c+1)*L)); cnt writes how many are non-zero in its chunk;
 ##   compact gets the exclusive prefix of those counts and writes, in order:
-##     cmode "coords": the coordinates of every non-zero element (nonzero; R is the uncollapsed rank)
+##     cmode "coords": the coordinates of every non-zero element (nonzero; the rank is not collapsed, only
+##                     padded with `pad` leading size-1 dims, whose coordinates are not written)
 ##     cmode "values": the value of a second strided operand at every non-zero mask element (masked_select)
 ##     cmode "mscatter": out = mask ? src[next] : self, over every element (masked_scatter)
 <%namespace name="c" file="common.cl.mako"/>
@@ -89,7 +91,7 @@ __kernel void idx(__global ${dt}* data, long data_off
 % for k in range(K):
     , __global const long* ix${k}, long ixo${k}, long isz${k}, long ist${k}
 % endfor
-    , long nitems
+    , long nitems, long W, long neg, long inner_ix
 % for d in range(R):
     , long sz${d}
 % endfor
@@ -109,7 +111,7 @@ __kernel void idx(__global ${dt}* data, long data_off
     if (gid >= nitems) return;
 <% L = R - 1 %>
     long nl = sz${L};
-    long nchunk = (nl + ${W - 1}) / ${W};
+    long nchunk = (nl + W - 1) / W;
     long c = gid % nchunk;
     long rem = gid / nchunk, id;
 % if has_a:
@@ -133,8 +135,8 @@ __kernel void idx(__global ${dt}* data, long data_off
     pi${k} += id * si${k}_${d};
 % endfor
 % endfor
-    long j0 = c * ${W};
-    long j1 = j0 + ${W} < nl ? j0 + ${W} : nl;
+    long j0 = c * W;
+    long j1 = j0 + W < nl ? j0 + W : nl;
 % if has_a:
     pa += j0 * sa${L};
 % endif
@@ -142,43 +144,29 @@ __kernel void idx(__global ${dt}* data, long data_off
 % for k in range(K):
     pi${k} += j0 * si${k}_${L};
 % endfor
-<%def name="load_index(k)">
-        {
-            long v = ix${k}[pi${k}];
-% if neg:
-            if (v < -isz${k} || v >= isz${k}) {
-% else:
-            if (v < 0 || v >= isz${k}) {
-% endif
-                if (atomic_cmpxchg(err, 0, 1) == 0) {
-                    err[1] = ${k};
-                    err[2] = (int)(v & 0xffffffffL);
-                    err[3] = (int)(v >> 32);
-                }
-                ok = 0;
-            }
-% if neg:
-            if (v < 0) v += isz${k};
-% endif
-            q += v * ist${k};
-        }
-</%def>
-% if not inner_ix:
-## no index varies along the innermost dim: resolve the indices once
     long q = 0;
     int ok = 1;
-% for k in range(K):
-${load_index(k)}
-% endfor
-% endif
     for (long j = j0; j < j1; ++j) {
-% if inner_ix:
-        long q = 0;
-        int ok = 1;
+        if (j == j0 || inner_ix) {
+## resolve the indices (once per work-item unless an index varies along the innermost dim)
+            q = 0;
+            ok = 1;
 % for k in range(K):
-${load_index(k)}
+            {
+                long v = ix${k}[pi${k}];
+                if (v < (neg ? -isz${k} : 0) || v >= isz${k}) {
+                    if (atomic_cmpxchg(err, 0, 1) == 0) {
+                        err[1] = ${k};
+                        err[2] = (int)(v & 0xffffffffL);
+                        err[3] = (int)(v >> 32);
+                    }
+                    ok = 0;
+                }
+                if (v < 0) v += isz${k};
+                q += v * ist${k};
+            }
 % endfor
-% endif
+        }
 % if not is_put:
         out[pa] = ok ? data[pb + q] : (${dt})0;
 % else:
@@ -193,11 +181,9 @@ ${load_index(k)}
         pa += sa${L};
 % endif
         pb += sb${L};
-% if inner_ix:
 % for k in range(K):
         pi${k} += si${k}_${L};
 % endfor
-% endif
     }
 }
 % endif
@@ -210,7 +196,7 @@ __kernel void ${kernel}(__global const ${mt}* mask, long m_off
 % if kernel == "compact":
     , __global const long* excl
 % if cmode == "coords":
-    , __global long* out
+    , __global long* out, long nd, long pad
 % elif cmode == "values":
     , __global const ${vt}* vals, long v_off, __global ${vt}* out
 % else:
@@ -259,7 +245,7 @@ __kernel void ${kernel}(__global const ${mt}* mask, long m_off
 % elif cmode == "coords":
         if (nz) {
 % for d in range(R):
-            out[pos * ${R} + ${d}] = i${d};
+            if (${d} >= pad) out[pos * nd + ${d} - pad] = i${d};
 % endfor
             ++pos;
         }

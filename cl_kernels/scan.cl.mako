@@ -3,9 +3,11 @@
 ## Work-item (row, c) owns positions [c*L, min(n, (c+1)*L)) of its row and walks them sequentially (no
 ## barriers, no local memory: simple per-row work is what PoCL runs fastest, and neighbouring work-items
 ## touch neighbouring rows, so it coalesces on GPUs when the scanned dim is not the innermost).
-##   phase "reduce": write the chunk's total to part[row * nch + c] (and its index to ipart for arg scans)
-##   phase "scan":   write the running values; with carry, start from the inclusive scan of the partials
-##                   of the chunks before (part[row * nch + c - 1]), computed by a scan of the partials.
+##   phase 0 (reduce): write the chunk's total to part[row * nch + c] (and its index to ipart for arg scans)
+##   phase 1 (scan):   write the running values; with carry, start from the inclusive scan of the partials
+##                     of the chunks before (part[row * nch + c - 1]), computed by a scan of the partials.
+## phase and carry are runtime arguments and the row rank RK is padded to 1, 2, 4 or 8, so one program per
+## dtype combination and op serves every shape.
 ## Rows are the collapsed other dims (rank RK), each operand with its own strides; the input may have
 ## negative strides (a reversed scan is a scan of a reversed view).
 ##   in_t, acc_t, out_t: types; op: sum | prod | max | min; arg: also track the index (cummax/cummin):
@@ -30,40 +32,25 @@ __kernel void scan(__global const ${in_t}* in, long in_off
 % if arg_in:
     , __global const long* iin, long iin_off
 % endif
-% if phase == "reduce":
-    , __global ${acc_t}* part
-% if arg:
-    , __global long* ipart
-% endif
-% else:
     , __global ${out_t}* out, long out_off
 % if arg:
     , __global long* iout, long iout_off
 % endif
-% if carry:
-    , __global const ${acc_t}* part
+    , __global ${acc_t}* part
 % if arg:
-    , __global const long* ipart
+    , __global long* ipart
 % endif
-% endif
-% endif
-    , long rows, long n, long L, long nch, long s_in
-% if phase == "scan":
-    , long s_out
+    , long phase, long carry, long rows, long n, long L, long nch, long s_in, long s_out
 % if arg:
     , long s_iout
-% endif
 % endif
 % if arg_in:
     , long s_iin
 % endif
 % for d in range(RK):
-    , long ks${d}, long kin${d}
-% if phase == "scan":
-    , long kout${d}
+    , long ks${d}, long kin${d}, long kout${d}
 % if arg:
     , long kiout${d}
-% endif
 % endif
 % if arg_in:
     , long kiin${d}
@@ -71,6 +58,7 @@ __kernel void scan(__global const ${in_t}* in, long in_off
 % endfor
     )
 {
+## phase 0: chunk totals into part; phase 1: running values (from part[gid - 1] when carry and c > 0)
     long gid = get_global_id(0);
     if (gid >= rows * nch) return;
     long row = gid / nch, c = gid - row * nch;
@@ -81,11 +69,9 @@ __kernel void scan(__global const ${in_t}* in, long in_off
 % if arg_in:
     long piin = iin_off;
 % endif
-% if phase == "scan":
     long pout = out_off;
 % if arg:
     long piout = iout_off;
-% endif
 % endif
 % for d in reversed(range(RK)):
 % if d > 0:
@@ -97,37 +83,31 @@ __kernel void scan(__global const ${in_t}* in, long in_off
 % if arg_in:
     piin += id * kiin${d};
 % endif
-% if phase == "scan":
     pout += id * kout${d};
 % if arg:
     piout += id * kiout${d};
-% endif
 % endif
 % endfor
     pin += start * s_in;
 % if arg_in:
     piin += start * s_iin;
 % endif
-% if phase == "scan":
     pout += start * s_out;
 % if arg:
     piout += start * s_iout;
 % endif
-% endif
+    int write = phase == 1;
     ${acc_t} a;
 % if arg:
     long ai;
 % endif
     long e = start;
-% if phase == "scan" and carry:
-    if (c > 0) {
+    if (write && carry && c > 0) {
         a = part[gid - 1];
 % if arg:
         ai = ipart[gid - 1];
 % endif
-    } else
-% endif
-    {
+    } else {
         a = (${acc_t})in[pin];
 % if arg:
 % if arg_in:
@@ -136,16 +116,18 @@ __kernel void scan(__global const ${in_t}* in, long in_off
         ai = e;
 % endif
 % endif
-% if phase == "scan":
-        out[pout] = (${out_t})a;
-        pout += s_out;
+        if (write) {
+            out[pout] = (${out_t})a;
 % if arg:
-        iout[piout] = ai;
-        piout += s_iout;
+            iout[piout] = ai;
 % endif
-% endif
+        }
         ++e;
         pin += s_in;
+        pout += s_out;
+% if arg:
+        piout += s_iout;
+% endif
 % if arg_in:
         piin += s_iin;
 % endif
@@ -164,23 +146,25 @@ __kernel void scan(__global const ${in_t}* in, long in_off
 % else:
         a = ${comb};
 % endif
-% if phase == "scan":
-        out[pout] = (${out_t})a;
+        if (write) {
+            out[pout] = (${out_t})a;
+% if arg:
+            iout[piout] = ai;
+% endif
+        }
+        pin += s_in;
         pout += s_out;
 % if arg:
-        iout[piout] = ai;
         piout += s_iout;
 % endif
-% endif
-        pin += s_in;
 % if arg_in:
         piin += s_iin;
 % endif
     }
-% if phase == "reduce":
-    part[gid] = a;
+    if (!write) {
+        part[gid] = a;
 % if arg:
-    ipart[gid] = ai;
+        ipart[gid] = ai;
 % endif
-% endif
+    }
 }

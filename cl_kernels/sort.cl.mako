@@ -9,37 +9,20 @@
 ## No barriers or local memory (PoCL runs per-work-item sequential code best); T divides 2w because both are
 ## powers of two with T <= 2*CH.
 ##   kt: key type; floating: NaN sorts as the largest value (after +inf ascending, first descending), as in
-##   PyTorch; desc: descending (still stable).
-##   src: "strided" (init reads the input through rows of rank RK and a dim stride) or "buf" (contiguous rows)
-##   dst: "buf" (contiguous rows x n scratch) or "strided" (the final values/indices, through their strides)
-##   limit: outputs at or past position k of a row are not written (topk's last pass)
+##   PyTorch; desc (runtime): descending, still stable.
+##   init reads the input through rows of rank RK (padded to 1, 2, 4 or 8) and a dim stride; both kernels write
+##   through (row strides, dim stride), either the contiguous rows x n scratch or the final values/indices.
+##   merge reads the contiguous scratch. Outputs at or past position k of a row are not written (topk).
 <%namespace name="c" file="common.cl.mako"/>
 ${c.preamble(types)}
+## desc is a runtime flag: the comparison reads it, so one program serves both orders.
 % if floating:
-% if desc:
-#define BEFORE(a, b) ((a) > (b) || (isnan(a) && !isnan(b)))
+#define BEFORE(a, b) (desc ? ((a) > (b) || (isnan(a) && !isnan(b))) : ((a) < (b) || (isnan(b) && !isnan(a))))
 % else:
-#define BEFORE(a, b) ((a) < (b) || (isnan(b) && !isnan(a)))
+#define BEFORE(a, b) (desc ? ((a) > (b)) : ((a) < (b)))
 % endif
-% else:
-% if desc:
-#define BEFORE(a, b) ((a) > (b))
-% else:
-#define BEFORE(a, b) ((a) < (b))
-% endif
-% endif
-<%def name="args_dst()">
-% if dst == "buf":
-    , __global ${kt}* ko, __global long* io
-% else:
-    , __global ${kt}* ko, long ko_off, __global long* io, long io_off, long s_ko, long s_io
-% endif
-</%def>
 <%def name="row_dst()">
-% if dst == "buf":
-    long dk = row * n, di = row * n, sdk = 1, sdi = 1;
-% else:
-    long dk = ko_off, di = io_off, sdk = s_ko, sdi = s_io, rem_ = row, id_;
+    long dk = ko_off, di = io_off, rem_ = row, id_;
 % for d in reversed(range(RK)):
 % if d > 0:
     id_ = rem_ % ks${d}; rem_ = rem_ / ks${d};
@@ -48,24 +31,14 @@ ${c.preamble(types)}
 % endif
     dk += id_ * kko${d}; di += id_ * kio${d};
 % endfor
-% endif
-</%def>
-<%def name="args_rows()">
-% for d in range(RK):
-    , long ks${d}
-% if kernel == "init" and src == "strided":
-    , long kin${d}
-% endif
-% if dst == "strided":
-    , long kko${d}, long kio${d}
-% endif
-% endfor
 </%def>
 % if kernel == "init":
 __kernel void sort_init(__global const ${kt}* in, long in_off, long s_in
-    ${args_dst()}
-    , long rows, long n, long nch, long k
-    ${args_rows()}
+    , __global ${kt}* ko, long ko_off, __global long* io, long io_off, long sdk, long sdi
+    , long rows, long n, long nch, long k, long desc
+% for d in range(RK):
+    , long ks${d}, long kin${d}, long kko${d}, long kio${d}
+% endfor
     )
 {
     long gid = get_global_id(0);
@@ -73,7 +46,6 @@ __kernel void sort_init(__global const ${kt}* in, long in_off, long s_in
     long row = gid / nch, c = gid - row * nch;
     long start = c * ${CH};
     int cnt = (int)(n - start < ${CH} ? n - start : ${CH});
-% if src == "strided":
     long pin = in_off, rem = row, id;
 % for d in reversed(range(RK)):
 % if d > 0:
@@ -83,9 +55,6 @@ __kernel void sort_init(__global const ${kt}* in, long in_off, long s_in
 % endif
     pin += id * kin${d};
 % endfor
-% else:
-    long pin = in_off + row * n;
-% endif
     pin += start * s_in;
     ${kt} kv[${CH}];
     long iv[${CH}];
@@ -109,9 +78,11 @@ __kernel void sort_init(__global const ${kt}* in, long in_off, long s_in
 }
 % else:
 __kernel void sort_merge(__global const ${kt}* ki, __global const long* ii
-    ${args_dst()}
-    , long rows, long n, long ntile, long w, long k
-    ${args_rows()}
+    , __global ${kt}* ko, long ko_off, __global long* io, long io_off, long sdk, long sdi
+    , long rows, long n, long ntile, long w, long k, long desc
+% for d in range(RK):
+    , long ks${d}, long kko${d}, long kio${d}
+% endfor
     )
 {
     long gid = get_global_id(0);

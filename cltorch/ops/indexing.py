@@ -104,19 +104,33 @@ def _local_size(rt):
     return rt.profile.get_value("index", "local_size", 64 if rt.info.is_gpu else 16)
 
 
-def _idx_kernel(rt, mode, dt_cl, floating, op, scalar, K, R, neg, W, inner_ix):
-    key = ("idx", rt.index, mode, dt_cl, floating, op, scalar, K, R, neg, W, inner_ix)
+def _bucket(r):
+    """Ranks are padded up to 1, 2, 4 or 8 so that few programs serve every shape."""
+    for b in (1, 2, 4, 8):
+        if r <= b:
+            return b
+    return r
+
+
+def _pad_rank(cshape, cstr):
+    """Pad a collapsed (shape, strides list) with leading size-1 dims up to the rank bucket (at least 1)."""
+    R = _bucket(max(len(cshape), 1))
+    p = R - len(cshape)
+    return (1,) * p + tuple(cshape), [(0,) * p + tuple(s) for s in cstr]
+
+
+def _idx_kernel(rt, mode, dt_cl, floating, op, scalar, K, R):
+    key = ("idx", rt.index, mode, dt_cl, floating, op, scalar, K, R)
     k = _kernels.get(key)
     if k is None:
         has_a = not (mode == "put" and scalar)
         argd = [None, np.int64] + ([None, np.int64] if has_a else [_NP_OF[dt_cl]])
         argd += [None, np.int64, np.int64, np.int64] * K
-        argd += [np.int64] * (1 + R + R * ((1 if has_a else 0) + 1 + K))
+        argd += [np.int64] * (4 + R + R * ((1 if has_a else 0) + 1 + K))
         argd += [None]
         types = tuple(sorted({dt_cl, "long"}))
         k = rt.kernel("index.cl.mako", "idx", argd, kernel="idx", mode=mode, dt=dt_cl, floating=floating,
-                      op=op, scalar=scalar, K=K, R=R, neg=neg, W=W, inner_ix=inner_ix, types=types, mt="", vt="",
-                      cmode="")
+                      op=op, scalar=scalar, K=K, R=R, types=types, mt="", vt="", cmode="")
         _kernels[key] = k
     return k
 
@@ -161,9 +175,7 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
     rt = data._runtime()
     has_a = direct is not None
     strides = ([tuple(direct_st)] if has_a else []) + [tuple(data_st)] + [tuple(s) for (_, s, _, _, _) in idxs]
-    cshape, cstr = _collapse(tuple(it_shape), strides)
-    if not cshape:
-        cshape, cstr = (1,), [(0,) for _ in strides]
+    cshape, cstr = _pad_rank(*_collapse(tuple(it_shape), strides))
     R = len(cshape)
     if mode == "gather" or op == "assign":
         dt_cl, floating = _MOVE_T[data.dtype.itemsize], False
@@ -172,10 +184,10 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
     W = rt.profile.get_value("index", "inner", 1 if rt.info.is_gpu else 32)
     nl = cshape[-1]
     if nl < W:
-        W = 1 if nl < 4 else (4 if nl < 16 else 16)
+        W = nl
     nitems = (n // nl) * ((nl + W - 1) // W)
     inner_ix = any(s[-1] != 0 for s in cstr[(2 if has_a else 1):])
-    k = _idx_kernel(rt, mode, dt_cl, floating, op, not has_a, len(idxs), R, neg, W, inner_ix)
+    k = _idx_kernel(rt, mode, dt_cl, floating, op, not has_a, len(idxs), R)
     err = _err_buffer(data.device)
     args = [data._storage.cl_buffer(), data._offset]
     if has_a:
@@ -188,7 +200,7 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
         args.append(v)
     for (t, _, size, dstr, _) in idxs:
         args += [t._storage.cl_buffer(), t._offset, size, dstr]
-    args.append(nitems)
+    args += [nitems, W, int(neg), int(inner_ix)]
     args += list(cshape)
     for d in range(R):
         for s in cstr:
@@ -208,7 +220,7 @@ def _compact_kernel(rt, kernel, cmode, mt, vt, R):
         if kernel == "compact":
             argd += [None]
             if cmode == "coords":
-                argd += [None]
+                argd += [None, np.int64, np.int64]
             elif cmode == "values":
                 argd += [None, np.int64, None]
             else:
@@ -218,7 +230,7 @@ def _compact_kernel(rt, kernel, cmode, mt, vt, R):
         argd += [np.int64, np.int64] + [np.int64] * (R + R * nops)
         types = tuple(sorted({mt, vt or mt, "long"}))
         k = rt.kernel("index.cl.mako", kernel, argd, kernel=kernel, cmode=cmode, mt=mt, vt=vt, R=R, types=types,
-                      mode="", dt="", floating=False, op="", scalar=False, K=0, neg=False, W=1, inner_ix=False)
+                      mode="", dt="", floating=False, op="", scalar=False, K=0)
         _kernels[key] = k
     return k
 
@@ -240,7 +252,8 @@ def _compact(cmode, mask, shape, vals=None, self_=None, src=None, out_dtype=None
     nch = max(1, (n + L - 1) // L)
     mstr = _bstrides(mask, shape)
     if cmode == "coords":
-        cshape, cstr = tuple(shape), [tuple(mstr)]
+        cshape, cstr = _pad_rank(tuple(shape), [tuple(mstr)])
+        pad = len(cshape) - len(shape)
     else:
         ops = [tuple(mstr)]
         if cmode == "values":
@@ -248,7 +261,7 @@ def _compact(cmode, mask, shape, vals=None, self_=None, src=None, out_dtype=None
         elif cmode == "mscatter":
             out = Tensor._empty(shape, self_.dtype, dev)
             ops += [tuple(_bstrides(self_, shape)), tuple(out._stride)]
-        cshape, cstr = _collapse(tuple(shape), ops)
+        cshape, cstr = _pad_rank(*_collapse(tuple(shape), ops))
     R = len(cshape)
     mt = mask.dtype.cl
     ls = _local_size(rt)
@@ -283,7 +296,7 @@ def _compact(cmode, mask, shape, vals=None, self_=None, src=None, out_dtype=None
     excl = sub_raw(incl, counts)
     args = [mask._storage.cl_buffer(), mask._offset, excl._storage.cl_buffer()]
     if cmode == "coords":
-        args += [res._storage.cl_buffer()]
+        args += [res._storage.cl_buffer(), len(shape), pad]
     elif cmode == "values":
         args += [vals._storage.cl_buffer(), vals._offset, res._storage.cl_buffer()]
     else:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._dispatch import call, register
-from .._tensor import Tensor
+from .._tensor import Tensor, contiguous_strides
 from ._util import method
 from .elementwise import _collapse
 
@@ -68,27 +68,17 @@ _kernels = {}
 
 
 # ================================================================================================ scan
-def _scan_kernel(rt, in_t, acc_t, out_t, op, arg, arg_in, phase, carry, RK, floating):
-    key = ("scan", rt.index, in_t, acc_t, out_t, op, arg, arg_in, phase, carry, RK, floating)
+def _scan_kernel(rt, in_t, acc_t, out_t, op, arg, arg_in, RK, floating):
+    key = ("scan", rt.index, in_t, acc_t, out_t, op, arg, arg_in, RK, floating)
     k = _kernels.get(key)
     if k is None:
-        argd = [None, np.int64] + ([None, np.int64] if arg_in else [])
-        if phase == "reduce":
-            argd += [None] + ([None] if arg else [])
-        else:
-            argd += [None, np.int64] + ([None, np.int64] if arg else [])
-            if carry:
-                argd += [None] + ([None] if arg else [])
-        argd += [np.int64] * 5
-        if phase == "scan":
-            argd += [np.int64] + ([np.int64] if arg else [])
-        if arg_in:
-            argd += [np.int64]
-        per = 2 + ((1 + (1 if arg else 0)) if phase == "scan" else 0) + (1 if arg_in else 0)
-        argd += [np.int64] * (per * RK)
+        argd = [None, np.int64] + ([None, np.int64] if arg_in else []) + [None, np.int64] + \
+            ([None, np.int64] if arg else []) + [None] + ([None] if arg else [])
+        argd += [np.int64] * (8 + (1 if arg else 0) + (1 if arg_in else 0))
+        argd += [np.int64] * ((3 + (1 if arg else 0) + (1 if arg_in else 0)) * RK)
         types = tuple(sorted({in_t, acc_t, out_t, "long"}))
         k = rt.kernel("scan.cl.mako", "scan", argd, in_t=in_t, acc_t=acc_t, out_t=out_t, op=op, arg=arg,
-                      arg_in=arg_in, phase=phase, carry=carry, RK=RK, floating=floating, types=types)
+                      arg_in=arg_in, RK=RK, floating=floating, types=types)
         _kernels[key] = k
     return k
 
@@ -108,6 +98,7 @@ def _scan(x, dim, op, acc_dtype, out_dtype, arg=False, iin=None, out=None, iout=
     iin: with arg, the indices of x's elements (else their positions). out/iout: tensors to write (any
     strides); new contiguous ones by default. Returns out, or (out, iout) with arg.
     """
+    from .indexing import _pad_rank
     shape = x._shape
     dev = x.device
     if out is None:
@@ -145,60 +136,47 @@ def _scan(x, dim, op, acc_dtype, out_dtype, arg=False, iin=None, out=None, iout=
         L = (n + nch - 1) // nch
         nch = (n + L - 1) // L
     gs = ((rows * nch + ls - 1) // ls) * ls
-    part = ipart = None
-    if nch > 1:
-        # phase 1: chunk totals
-        ops = [kst(x)] + ([kst(iin)] if arg_in else [])
-        ck, cs = _collapse(kshape, ops)
-        RK = len(ck)
-        part = Tensor._empty((rows, nch), acc_dtype, dev)
-        ipart = Tensor._empty((rows, nch), D.int64, dev) if arg else None
-        k = _scan_kernel(rt, in_t, acc_t, acc_t, op, arg, arg_in, "reduce", False, RK, floating)
+    ops = [kst(x), kst(out)] + ([kst(iout)] if arg else []) + ([kst(iin)] if arg_in else [])
+    ck, cs = _pad_rank(*_collapse(kshape, ops))
+    RK = len(ck)
+    k = _scan_kernel(rt, in_t, acc_t, out_t, op, arg, arg_in, RK, floating)
+
+    def launch(phase, part, ipart):
         args = [x._storage.cl_buffer(), x._offset]
         if arg_in:
             args += [iin._storage.cl_buffer(), iin._offset]
+        args += [out._storage.cl_buffer(), out._offset]
+        if arg:
+            args += [iout._storage.cl_buffer(), iout._offset]
         args += [part._storage.cl_buffer()] + ([ipart._storage.cl_buffer()] if arg else [])
-        args += [rows, n, L, nch, x._stride[dim]]
+        args += [phase, int(nch > 1), rows, n, L, nch, x._stride[dim], out._stride[dim]]
+        if arg:
+            args.append(iout._stride[dim])
         if arg_in:
             args.append(iin._stride[dim])
         for d in range(RK):
-            args += [ck[d], cs[0][d]]
+            args += [ck[d], cs[0][d], cs[1][d]]
+            j = 2
+            if arg:
+                args.append(cs[j][d])
+                j += 1
             if arg_in:
-                args.append(cs[1][d])
+                args.append(cs[j][d])
         rt.launch(k, (gs,), (ls,), *args)
-        # phase 2: scan of the totals (in place is fine: a fresh contiguous buffer)
+
+    if nch > 1:
+        # chunk totals, their inclusive scan (recursively), then every chunk from its carry
+        part = Tensor._empty((rows, nch), acc_dtype, dev)
+        ipart = Tensor._empty((rows, nch), D.int64, dev) if arg else None
+        launch(0, part, ipart)
         if arg:
             part, ipart = _scan(part, 1, op, acc_dtype, acc_dtype, arg=True, iin=ipart)
         else:
             part = _scan(part, 1, op, acc_dtype, acc_dtype)
-    # phase 3 (or the only phase): the running values
-    ops = [kst(x), kst(out)] + ([kst(iout)] if arg else []) + ([kst(iin)] if arg_in else [])
-    ck, cs = _collapse(kshape, ops)
-    RK = len(ck)
-    carry = nch > 1
-    k = _scan_kernel(rt, in_t, acc_t, out_t, op, arg, arg_in, "scan", carry, RK, floating)
-    args = [x._storage.cl_buffer(), x._offset]
-    if arg_in:
-        args += [iin._storage.cl_buffer(), iin._offset]
-    args += [out._storage.cl_buffer(), out._offset]
-    if arg:
-        args += [iout._storage.cl_buffer(), iout._offset]
-    if carry:
-        args += [part._storage.cl_buffer()] + ([ipart._storage.cl_buffer()] if arg else [])
-    args += [rows, n, L, nch, x._stride[dim], out._stride[dim]]
-    if arg:
-        args.append(iout._stride[dim])
-    if arg_in:
-        args.append(iin._stride[dim])
-    for d in range(RK):
-        args += [ck[d], cs[0][d], cs[1][d]]
-        j = 2
-        if arg:
-            args.append(cs[j][d])
-            j += 1
-        if arg_in:
-            args.append(cs[j][d])
-    rt.launch(k, (gs,), (ls,), *args)
+        launch(1, part, ipart)
+    else:
+        # one pass; the partials buffer is not touched (any buffer will do)
+        launch(1, out if acc_dtype is out_dtype else x, iout if arg else None)
     if x._storage.host is not None or out._storage.host is not None:
         rt.synchronize()
     return res
@@ -363,27 +341,24 @@ def _sort_params(rt):
     return ch, tile, ls
 
 
-def _sort_kernel(rt, kernel, kt, floating, desc, dst, RK, CH, T):
-    key = ("sort", rt.index, kernel, kt, floating, desc, dst, RK, CH, T)
+def _sort_kernel(rt, kernel, kt, floating, RK, CH, T):
+    key = ("sort", rt.index, kernel, kt, floating, RK, CH, T)
     k = _kernels.get(key)
     if k is None:
-        if kernel == "init":
-            argd = [None, np.int64, np.int64]
-        else:
-            argd = [None, None]
-        argd += [None, None] if dst == "buf" else [None, np.int64, None, np.int64, np.int64, np.int64]
-        argd += [np.int64] * (4 if kernel == "init" else 5)
-        per = 1 + (1 if kernel == "init" else 0) + (2 if dst == "strided" else 0)
-        argd += [np.int64] * (per * RK)
+        argd = [None, np.int64, np.int64] if kernel == "init" else [None, None]
+        argd += [None, np.int64, None, np.int64, np.int64, np.int64]
+        argd += [np.int64] * (5 if kernel == "init" else 6)
+        argd += [np.int64] * ((4 if kernel == "init" else 3) * RK)
         types = tuple(sorted({kt, "long"}))
         k = rt.kernel("sort.cl.mako", "sort_init" if kernel == "init" else "sort_merge", argd, kernel=kernel,
-                      kt=kt, floating=floating, desc=desc, src="strided", dst=dst, RK=RK, CH=CH, T=T, types=types)
+                      kt=kt, floating=floating, RK=RK, CH=CH, T=T, types=types)
         _kernels[key] = k
     return k
 
 
 def _sort_raw(x, dim, descending, k=None):
     """Stable sort of x along dim. Returns (values, indices), contiguous, with ``dim`` cut to the first k."""
+    from .indexing import _pad_rank
     shape = x._shape
     if not shape:
         from .creation import zeros
@@ -407,6 +382,7 @@ def _sort_raw(x, dim, descending, k=None):
     CH, T, ls = _sort_params(rt)
     kt = x.dtype.cl
     floating = x.dtype.is_floating_point
+    desc = int(bool(descending))
     passes = 0
     w = CH
     while w < n:
@@ -417,51 +393,46 @@ def _sort_raw(x, dim, descending, k=None):
     def kst(t):
         return tuple(t._stride[d] for d in kept)
 
-    # init: sort chunks of CH
+    scratch_rows = tuple(s * n for s in contiguous_strides(kshape))
+    gsi = ((rows * nch + ls - 1) // ls) * ls
     if passes == 0:
-        ck, cs = _collapse(kshape, [kst(x), kst(values), kst(indices)])
-        RK = len(ck)
-        kern = _sort_kernel(rt, "init", kt, floating, descending, "strided", RK, CH, T)
-        args = [x._storage.cl_buffer(), x._offset, x._stride[dim], values._storage.cl_buffer(), values._offset,
-                indices._storage.cl_buffer(), indices._offset, values._stride[dim], indices._stride[dim],
-                rows, n, nch, k]
-        for d in range(RK):
-            args += [ck[d], cs[0][d], cs[1][d], cs[2][d]]
-        rt.launch(kern, (((rows * nch + ls - 1) // ls) * ls,), (ls,), *args)
+        dst = (values, indices, values._stride[dim], indices._stride[dim], kst(values), kst(indices), k)
     else:
         ka = Tensor._empty((rows * n,), x.dtype, dev)
         ia = Tensor._empty((rows * n,), D.int64, dev)
         kb = Tensor._empty((rows * n,), x.dtype, dev)
         ib = Tensor._empty((rows * n,), D.int64, dev)
-        ck, cs = _collapse(kshape, [kst(x)])
-        RK = len(ck)
-        kern = _sort_kernel(rt, "init", kt, floating, descending, "buf", RK, CH, T)
-        args = [x._storage.cl_buffer(), x._offset, x._stride[dim], ka._storage.cl_buffer(),
-                ia._storage.cl_buffer(), rows, n, nch, n]
-        for d in range(RK):
-            args += [ck[d], cs[0][d]]
-        rt.launch(kern, (((rows * nch + ls - 1) // ls) * ls,), (ls,), *args)
-        ntile = (n + T - 1) // T
-        gs = ((rows * ntile + ls - 1) // ls) * ls
-        w = CH
-        for p in range(passes):
-            last = p == passes - 1
-            if not last:
-                kern = _sort_kernel(rt, "merge", kt, floating, descending, "buf", 0, CH, T)
-                rt.launch(kern, (gs,), (ls,), ka._storage.cl_buffer(), ia._storage.cl_buffer(),
-                          kb._storage.cl_buffer(), ib._storage.cl_buffer(), rows, n, ntile, w, n)
-                ka, kb, ia, ib = kb, ka, ib, ia
-            else:
-                ck, cs = _collapse(kshape, [kst(values), kst(indices)])
-                RK = len(ck)
-                kern = _sort_kernel(rt, "merge", kt, floating, descending, "strided", RK, CH, T)
-                args = [ka._storage.cl_buffer(), ia._storage.cl_buffer(), values._storage.cl_buffer(),
-                        values._offset, indices._storage.cl_buffer(), indices._offset, values._stride[dim],
-                        indices._stride[dim], rows, n, ntile, w, k]
-                for d in range(RK):
-                    args += [ck[d], cs[0][d], cs[1][d]]
-                rt.launch(kern, (gs,), (ls,), *args)
-            w *= 2
+        dst = (ka, ia, 1, 1, scratch_rows, scratch_rows, n)
+    # chunks of CH, insertion-sorted in private memory
+    dk, di, sdk, sdi, rk, ri, kk = dst
+    ck, cs = _pad_rank(*_collapse(kshape, [kst(x), rk, ri]))
+    kern = _sort_kernel(rt, "init", kt, floating, len(ck), CH, T)
+    args = [x._storage.cl_buffer(), x._offset, x._stride[dim], dk._storage.cl_buffer(), dk._offset,
+            di._storage.cl_buffer(), di._offset, sdk, sdi, rows, n, nch, kk, desc]
+    for d in range(len(ck)):
+        args += [ck[d], cs[0][d], cs[1][d], cs[2][d]]
+    rt.launch(kern, (gsi,), (ls,), *args)
+    # merge passes: scratch -> scratch, the last one into the outputs
+    ntile = (n + T - 1) // T
+    gs = ((rows * ntile + ls - 1) // ls) * ls
+    w = CH
+    for p in range(passes):
+        last = p == passes - 1
+        if last:
+            dk, di, sdk, sdi, rk, ri, kk = values, indices, values._stride[dim], indices._stride[dim], \
+                kst(values), kst(indices), k
+        else:
+            dk, di, sdk, sdi, rk, ri, kk = kb, ib, 1, 1, scratch_rows, scratch_rows, n
+        ck, cs = _pad_rank(*_collapse(kshape, [rk, ri]))
+        kern = _sort_kernel(rt, "merge", kt, floating, len(ck), CH, T)
+        args = [ka._storage.cl_buffer(), ia._storage.cl_buffer(), dk._storage.cl_buffer(), dk._offset,
+                di._storage.cl_buffer(), di._offset, sdk, sdi, rows, n, ntile, w, kk, desc]
+        for d in range(len(ck)):
+            args += [ck[d], cs[0][d], cs[1][d]]
+        rt.launch(kern, (gs,), (ls,), *args)
+        if not last:
+            ka, kb, ia, ib = kb, ka, ib, ia
+        w *= 2
     if x._storage.host is not None:
         rt.synchronize()
     return values, indices
