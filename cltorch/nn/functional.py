@@ -13,6 +13,8 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 import cltorch as torch
 
 __all__ = [
@@ -28,7 +30,7 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "multilabel_soft_margin_loss", "scaled_dot_product_attention",
-    "multi_head_attention_forward",
+    "multi_head_attention_forward", "pixel_shuffle", "pixel_unshuffle", "unfold", "channel_shuffle",
 ]
 
 _OPS = {}
@@ -223,6 +225,77 @@ def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
 
 def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ------------------------------------------------------------------------------------------------ rearrangements
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    """(*, C r^2, H, W) -> (*, C, H r, W r) (Shi et al. 2016), a reshape and a permute."""
+    r = int(upscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    """(*, C, H r, W r) -> (*, C r^2, H, W), the inverse of :func:`pixel_shuffle`."""
+    r = int(downscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but got "
+                           f"{h} and {w} with downscale_factor={r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):  # noqa: A002
+    """(N, g*k, *) -> channels regrouped as (k, g) (Zhang et al. 2018, ShuffleNet)."""
+    n, c = input.shape[0], input.shape[1]
+    rest = tuple(input.shape[2:])
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """Sliding local blocks (im2col): (N, C, H, W) or (C, H, W) -> (N, C*kh*kw, L) with L the number of
+    window positions, channel-major then kernel row then column, as PyTorch. Computed as ``pad`` and one
+    ``index_select`` over the flattened (H*W) positions, whose gradient (``index_add``) sums the overlapping
+    windows (col2im)."""
+    batched = input.dim() == 4
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    x = input if batched else input.unsqueeze(0)
+    kh, kw = _pair(kernel_size)
+    dh, dw = _pair(dilation)
+    ph, pw = _pair(padding)
+    sh, sw = _pair(stride)
+    if ph or pw:
+        x = pad(x, (pw, pw, ph, ph))
+    N, C, H, W = x.shape
+    oh = (H - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (W - (dw * (kw - 1) + 1)) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"Given input with spatial size ({H - 2 * ph}, {W - 2 * pw}), kernel_size=({kh}, {kw}), "
+                           f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of the array of sliding "
+                           "blocks is non-positive.")
+    rows = (np.arange(kh)[:, None, None, None] * dh + np.arange(oh)[None, None, :, None] * sh)
+    cols = (np.arange(kw)[None, :, None, None] * dw + np.arange(ow)[None, None, None, :] * sw)
+    idx = torch.from_numpy((rows * W + cols).reshape(-1).astype(np.int64)).to(x.device)
+    out = x.reshape(N, C, H * W).index_select(2, idx).reshape(N, C * kh * kw, oh * ow)
+    return out if batched else out.squeeze(0)
 
 
 # ------------------------------------------------------------------------------------------------ linear

@@ -110,6 +110,12 @@ CASES = {
                               inputs=[("f", (2, 1, 3, 4))]),
     "upsample_bilinear_ac": dict(cls="Upsample", kwargs=dict(scale_factor=2, mode="bilinear", align_corners=True),
                                  inputs=[("f", (1, 2, 3, 3))]),
+    "pixelshuffle": dict(cls="PixelShuffle", args=(2,), inputs=[("f", (2, 8, 2, 3))]),
+    "pixelunshuffle": dict(cls="PixelUnshuffle", args=(2,), inputs=[("f", (1, 2, 4, 6))]),
+    "channelshuffle": dict(cls="ChannelShuffle", args=(3,), inputs=[("f", (2, 6, 2, 2))]),
+    "unfold": dict(cls="Unfold", args=((2, 3),), kwargs=dict(dilation=(1, 2), padding=1, stride=(2, 1)),
+                   inputs=[("f", (2, 3, 5, 6))]),
+    "unfold_unbatched": dict(cls="Unfold", args=(2,), inputs=[("f", (2, 4, 3))]),
     # ---------------------------------------------------------------- attention and transformers
     "mha_self_masks": dict(cls="MultiheadAttention", args=(8, 2), inputs=[("f", (5, 3, 8))], self_attention=True,
                            kw=dict(key_padding_mask=("kpm", (3, 5)), attn_mask=("b", (5, 5), 0.2))),

@@ -13,7 +13,7 @@ from .activation import (Threshold, ReLU, ReLU6, RReLU, Hardtanh, LeakyReLU, PRe
                          MultiheadAttention)
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout  # noqa
 from .sparse import Embedding  # noqa
-from .flatten import Flatten, Unflatten  # noqa
+from .flatten import Flatten, Unflatten, PixelShuffle, PixelUnshuffle, ChannelShuffle, Unfold  # noqa
 from .upsampling import (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, ZeroPad1d, ZeroPad2d,  # noqa
                          ConstantPad1d, ConstantPad2d, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
                          ReplicationPad2d, CircularPad1d, CircularPad2d)
