@@ -477,3 +477,24 @@ def test_functional_is_importable_the_user_way():
         importlib.import_module(name)
     assert F.relu is nn.functional.relu
     assert re.match(r"^<class 'cltorch\.nn\.modules\.linear\.Linear'>$", repr(nn.Linear))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pytorch_checkpoint_loads_into_modules(device):
+    """A state dict that PyTorch 2.13 saved (tests/golden/golden_v1.pt, Sequential(Linear(3, 2), BatchNorm1d(2)))
+    loads with strict key checking, keeps its version metadata, and the model computes with it."""
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "golden_v1.pt")
+    sd = torch.load(path)["module"]  # host tensors, loaded into a module on the device
+    net = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)).to(device)
+    assert net.load_state_dict(sd).missing_keys == []
+    assert sd._metadata["1"]["version"] == 2
+    net.eval()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) / 5
+    w, b = to_np(sd["0.weight"]), to_np(sd["0.bias"])
+    rm, rv = to_np(sd["1.running_mean"]), to_np(sd["1.running_var"])
+    g, beta = to_np(sd["1.weight"]), to_np(sd["1.bias"])
+    want = ((x @ w.T + b) - rm) / np.sqrt(rv + 1e-5) * g + beta
+    got = net(torch.from_numpy(x).to(device))
+    np.testing.assert_allclose(to_np(got), want, rtol=1e-5, atol=1e-6)
+    assert net[1].num_batches_tracked.item() == 1
