@@ -61,6 +61,8 @@ typedef ${idx} I;
     vt = acc + (str(vw) if vw > 1 else "")
     def lane(v, e):
         return v if vw == 1 else "%s.s%s" % (v, lanes[e])
+    from types import SimpleNamespace
+    g = SimpleNamespace(ld=ld, ldv=ldv, st=st, stv=stv, lane=lane, NR=NR, vt=vt)
 %>
 % if a_mode == "packed":
 // Ap[b][p][k][r] = A[b][p*mr + r][k], zero for rows >= M.  One work-item per element:
@@ -96,92 +98,158 @@ __kernel void gemm_pack_b(__global const ${dt}* B, I b_off, I b_rs, I b_cs, I b_
 }
 % endif
 
+<%def name="micro(g, kstart, kend)">
+## The micro-kernel: c{r}_{v} += A[i0+r][k] * B[k][j0 + v*vw ...] for k in [kstart, kend).
+## Expects pointers a0..a{mr-1} (strided) or ap (packed) and bp, all positioned at k = kstart.
+% if ku:
+        #pragma unroll ${ku}
+% endif
+        for (int k = ${kstart}; k < ${kend}; k++) {
+% for v in range(nv):
+% if b_mode == "packed":
+            ${g.vt} b${v} = bp[${v}];
+% else:
+            ${g.vt} b${v} = ${g.ldv("bp", "%d" % (v * vw), vw)};
+% endif
+% endfor
+% for r in range(mr):
+% if a_mode == "strided":
+            ${acc} x${r} = ${g.ld("a%d" % r, "0")};
+% else:
+            ${acc} x${r} = ap[${r}];
+% endif
+% for v in range(nv):
+            c${r}_${v} += x${r} * b${v};
+% endfor
+% endfor
+% if b_mode == "packed":
+            bp += ${nv};
+% else:
+            bp += b_rs;
+% endif
+% if a_mode == "packed":
+            ap += ${mr};
+% else:
+% for r in range(mr):
+            a${r} += a_cs;
+% endfor
+% endif
+        }
+</%def>
+<%def name="a_ptrs(g, kstart)">
+% if a_mode == "strided":
+% for r in range(mr):
+        __global const ${dt}* a${r} = A + a_off + (I)b * a_bs + (I)min(i0 + ${r}, M - 1) * a_rs + (I)(${kstart}) * a_cs;
+% endfor
+% else:
+        __global const ${acc}* ap = A + (I)b * a_bs + (I)(i0 / ${mr}) * K * ${mr} + (I)(${kstart}) * ${mr};
+% endif
+</%def>
+<%def name="b_ptr(g, kstart)">
+% if b_mode == "packed":
+        __global const ${g.vt}* bp = (__global const ${g.vt}*)(B + (I)b * b_bs + (I)pj * K * ${g.NR}) + (I)(${kstart}) * ${nv};
+% else:
+        __global const ${dt}* bp = B + b_off + (I)b * b_bs + j0 + (I)(${kstart}) * b_rs;
+% endif
+</%def>
+<%def name="store_tile(g)">
+## Writes alpha * c + beta * C (C not read when beta == 0) for the tile at (i0, j0).
+    {
+        __global ${dt}* cp = C + c_off + (I)b * c_bs + (I)i0 * c_rs + (I)j0 * c_cs;
+% if vw > 1:
+        if (c_vec && i0 + ${mr} <= M && j0 + ${g.NR} <= N) {
+% for r in range(mr):
+% for v in range(nv):
+% if dt == "half":
+            if (beta == (${acc})0) ${g.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d" % (r, v), vw)};
+            else ${g.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d + beta * %s" % (r, v, g.ldv("cp", "%d * c_rs + %d" % (r, v * vw), vw)), vw)};
+% else:
+            { __global ${dt}${vw}* q = (__global ${dt}${vw}*)(cp + ${r} * c_rs + ${v * vw});
+              *q = (beta == (${acc})0) ? alpha * c${r}_${v} : alpha * c${r}_${v} + beta * (*q); }
+% endif
+% endfor
+% endfor
+        } else
+% endif
+        {
+% for r in range(mr):
+            if (i0 + ${r} < M) {
+% for v in range(nv):
+% for e in range(vw):
+                if (j0 + ${v * vw + e} < N) {
+                    I o = ${r} * c_rs + (I)${v * vw + e} * c_cs;
+                    ${acc} t = alpha * ${g.lane("c%d_%d" % (r, v), e)};
+                    if (beta != (${acc})0) t += beta * ${g.ld("cp", "o")};
+                    ${g.st("cp", "o", "t")};
+                }
+% endfor
+% endfor
+            }
+% endfor
+        }
+    }
+</%def>
+
 __kernel void gemm_main(__global const ${dt if a_mode == "strided" else acc}* A, I a_off, I a_rs, I a_cs, I a_bs,
                         __global const ${dt if b_mode == "direct" else acc}* B, I b_off, I b_rs, I b_bs,
                         __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs, int c_vec,
                         int M, int N, int K, ${acc} alpha, ${acc} beta)
 {
+% if kc == 0:
+    // one mr x nr tile per work-item, all of K
     int pi = get_global_id(0), pj = get_global_id(1), b = get_global_id(2);
     int i0 = pi * ${mr}, j0 = pj * ${NR};
     if (i0 >= M || j0 >= N) return;
-% if a_mode == "strided":
-% for r in range(mr):
-    __global const ${dt}* a${r} = A + a_off + (I)b * a_bs + (I)min(i0 + ${r}, M - 1) * a_rs;
-% endfor
-% else:
-    __global const ${acc}* ap = A + (I)b * a_bs + (I)pi * K * ${mr};
-% endif
-% if b_mode == "packed":
-    __global const ${vt}* bp = (__global const ${vt}*)(B + (I)b * b_bs + (I)pj * K * ${NR});
-% else:
-    __global const ${dt}* bp = B + b_off + (I)b * b_bs + j0;
-% endif
 % for r in range(mr):
 % for v in range(nv):
     ${vt} c${r}_${v} = (${vt})0;
 % endfor
 % endfor
-% if ku:
-    #pragma unroll ${ku}
-% endif
-    for (int k = 0; k < K; k++) {
-% for v in range(nv):
-% if b_mode == "packed":
-        ${vt} b${v} = bp[${v}];
-% else:
-        ${vt} b${v} = ${ldv("bp", "%d" % (v * vw), vw)};
-% endif
-% endfor
-% for r in range(mr):
-% if a_mode == "strided":
-        ${acc} x${r} = ${ld("a%d" % r, "(I)k * a_cs")};
-% else:
-        ${acc} x${r} = ap[${r}];
-% endif
-% for v in range(nv):
-        c${r}_${v} += x${r} * b${v};
-% endfor
-% endfor
-% if b_mode == "packed":
-        bp += ${nv};
-% else:
-        bp += b_rs;
-% endif
-% if a_mode == "packed":
-        ap += ${mr};
-% endif
+    {
+${a_ptrs(g, "0")}
+${b_ptr(g, "0")}
+${micro(g, "0", "K")}
     }
-    __global ${dt}* cp = C + c_off + (I)b * c_bs + (I)i0 * c_rs + (I)j0 * c_cs;
-% if vw > 1:
-    if (c_vec && i0 + ${mr} <= M && j0 + ${NR} <= N) {
-% for r in range(mr):
-% for v in range(nv):
-% if dt == "half":
-        if (beta == (${acc})0) ${stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d" % (r, v), vw)};
-        else ${stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d + beta * %s" % (r, v, ldv("cp", "%d * c_rs + %d" % (r, v * vw), vw)), vw)};
+${store_tile(g)}
 % else:
-        { __global ${dt}${vw}* q = (__global ${dt}${vw}*)(cp + ${r} * c_rs + ${v * vw});
-          *q = (beta == (${acc})0) ? alpha * c${r}_${v} : alpha * c${r}_${v} + beta * (*q); }
-% endif
-% endfor
-% endfor
-        return;
-    }
-% endif
+    // tm tiles stacked along M per work-item, K in blocks of kc: the kc x nr slice of B stays in L1 while
+    // the tm tiles use it; partial sums wait in a private array between blocks.
+    int pj = get_global_id(0), pg = get_global_id(1), b = get_global_id(2);
+    int j0 = pj * ${NR}, ig = pg * ${tm * mr};
+    if (ig >= M || j0 >= N) return;
+    ${vt} part[${tm * mr * nv}];
+    for (int t = 0; t < ${tm * mr * nv}; t++) part[t] = (${vt})0;
+    for (int k0 = 0; k0 < K; k0 += ${kc}) {
+        int k1 = min(K, k0 + ${kc});
+        for (int t = 0; t < ${tm}; t++) {
+            int i0 = ig + t * ${mr};
+            if (i0 >= M) break;
 % for r in range(mr):
-    if (i0 + ${r} < M) {
 % for v in range(nv):
-% for e in range(vw):
-        if (j0 + ${v * vw + e} < N) {
-            I o = ${r} * c_rs + (I)${v * vw + e} * c_cs;
-            ${acc} t = alpha * ${lane("c%d_%d" % (r, v), e)};
-            if (beta != (${acc})0) t += beta * ${ld("cp", "o")};
-            ${st("cp", "o", "t")};
+            ${vt} c${r}_${v} = part[t * ${mr * nv} + ${r * nv + v}];
+% endfor
+% endfor
+${a_ptrs(g, "k0")}
+${b_ptr(g, "k0")}
+${micro(g, "k0", "k1")}
+% for r in range(mr):
+% for v in range(nv):
+            part[t * ${mr * nv} + ${r * nv + v}] = c${r}_${v};
+% endfor
+% endfor
         }
-% endfor
-% endfor
     }
+    for (int t = 0; t < ${tm}; t++) {
+        int i0 = ig + t * ${mr};
+        if (i0 >= M) break;
+% for r in range(mr):
+% for v in range(nv):
+        ${vt} c${r}_${v} = part[t * ${mr * nv} + ${r * nv + v}];
 % endfor
+% endfor
+${store_tile(g)}
+    }
+% endif
 }
 
 % else:

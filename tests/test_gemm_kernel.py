@@ -167,6 +167,9 @@ def gemm_profile(rt):
     {"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8, "a_mode": "strided", "b_mode": "direct"},
     {"mr": 3, "nv": 2, "vw": 4, "lx": 2, "ly": 3, "a_mode": "packed", "b_mode": "auto", "ku": 2},
     {"mr": 2, "nv": 3, "vw": 1, "lx": 1, "ly": 1, "a_mode": "strided", "b_mode": "packed"},
+    # K blocking (kc) with tm tiles per work-item: blocks and tile stacks that do not divide M and K
+    {"mr": 4, "nv": 1, "vw": 8, "lx": 2, "ly": 2, "a_mode": "packed", "b_mode": "packed", "kc": 8, "tm": 3},
+    {"mr": 3, "nv": 2, "vw": 8, "lx": 3, "ly": 1, "a_mode": "strided", "b_mode": "auto", "kc": 7, "tm": 2},
 ])
 def test_register_paths(rt, gemm_profile, row):
     gemm_profile({"local": 0, "sizes": [row], "sizes_f64": [row]})

@@ -51,7 +51,7 @@ _DEFAULT_LOCAL = {"lx": 16, "ly": 16, "mr": 4, "nr": 4, "tk": 16}
 
 # The template is rendered with strict_undefined, so the other path's names get fixed dummy values.
 _UNUSED_REG = {"lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0}
-_UNUSED_LOCAL = {"nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0}
+_UNUSED_LOCAL = {"nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0, "kc": 0, "tm": 0}
 
 _DTYPES = {np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
            np.dtype(np.float16): ("half", "float")}
@@ -115,8 +115,12 @@ def _check_desc(name, d):
     if not isinstance(d, (tuple, list)) or len(d) != 5:
         raise GemmError(f"gemm: operand {name} must be (buffer, offset, row_stride, col_stride, batch_stride), "
                         f"got {d!r}")
-    buf, off, rs, cs, bs = d
-    return buf, int(off), int(rs), int(cs), int(bs)
+    for x in d[1:]:
+        try:
+            if int(x) != x:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise GemmError(f"gemm: operand {name}'s offset and strides must be integers, got {d!r}") from None
 
 
 def _extent(off, batch, bs, rows, rs, cols, cs):
@@ -146,16 +150,27 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32):
 
     Raises GemmError on negative sizes, a malformed descriptor or an unsupported dtype.
     """
-    dt = np.dtype(dtype)
-    a_buf, a_off, a_rs, a_cs, a_bs = _check_desc("A", A)
-    b_buf, b_off, b_rs, b_cs, b_bs = _check_desc("B", B)
-    c_buf, c_off, c_rs, c_cs, c_bs = _check_desc("C", C)
-    key = (rt, dt.char, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs,
-           b_off & 15, c_off & 15)
-    plan = _plans.get(key)
-    if plan is None:
-        plan = _plans[key] = _Plan(rt, dt, M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
-                                   (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs))
+    try:
+        a_buf, a_off, a_rs, a_cs, a_bs = A
+        b_buf, b_off, b_rs, b_cs, b_bs = B
+        c_buf, c_off, c_rs, c_cs, c_bs = C
+        # offsets are not part of the key, only their alignment and whether any passes 2^30
+        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs,
+               b_off & 15, c_off & 15, (a_off | b_off | c_off) >> 30)
+        plan = _plans[key]
+    except (KeyError, TypeError, ValueError):
+        for name, d in (("A", A), ("B", B), ("C", C)):
+            _check_desc(name, d)
+        a_buf, a_off, a_rs, a_cs, a_bs = (int(x) if i else x for i, x in enumerate(A))
+        b_buf, b_off, b_rs, b_cs, b_bs = (int(x) if i else x for i, x in enumerate(B))
+        c_buf, c_off, c_rs, c_cs, c_bs = (int(x) if i else x for i, x in enumerate(C))
+        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs,
+               b_off & 15, c_off & 15, (a_off | b_off | c_off) >> 30)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _Plan(rt, np.dtype(dtype), M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
+                         (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs))
+            _plans[key] = plan
     plan.run(a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta)
 
 
@@ -184,8 +199,10 @@ class _Plan:
         a_off, a_rs, a_cs, a_bs = a
         b_off, b_rs, b_cs, b_bs = b
         c_off, c_rs, c_cs, c_bs = c
-        big = max(_extent(a_off, batch, a_bs, M, a_rs, K, a_cs), _extent(b_off, batch, b_bs, K, b_rs, N, b_cs),
-                  _extent(c_off, batch, c_bs, M, c_rs, N, c_cs)) > _INT_MAX
+        # plans are shared by calls whose offsets differ (all below 2^30, or the key says otherwise)
+        off = 2 ** 30 if max(a_off, b_off, c_off) < 2 ** 30 else _INT_MAX
+        big = max(_extent(off, batch, a_bs, M, a_rs, K, a_cs), _extent(off, batch, b_bs, K, b_rs, N, b_cs),
+                  _extent(off, batch, c_bs, M, c_rs, N, c_cs)) > _INT_MAX
         scal = np.float64 if acc == "double" else np.float32
         self.scal = scal
         if cfg["local"]:
@@ -201,19 +218,25 @@ class _Plan:
         mr = max(1, min(int(cfg["mr"]), M))
         vw = int(cfg["vw"])
         nv = int(cfg["nv"])
+        if vw not in (1, 2, 4, 8, 16) or nv < 1 or mr < 1:
+            raise GemmError(f"gemm: bad profile row {cfg}: vw must be 1, 2, 4, 8 or 16, nv and mr positive")
         while nv > 1 and (nv - 1) * vw >= N:      # narrow C: fewer vectors per row
             nv -= 1
         nr = nv * vw
+        kc = int(cfg.get("kc", 0))
+        tm = max(1, int(cfg.get("tm", 1))) if kc else 0
+        if kc and K <= kc and tm == 1:
+            kc = tm = 0                           # one block of one tile: the plain kernel
         a_mode = cfg["a_mode"]
         b_mode = cfg["b_mode"]
-        direct_ok = (b_cs == 1 or K <= 1) and N % nr == 0 and b_rs % vw == 0 and b_off % vw == 0 and \
+        direct_ok = b_cs == 1 and N % nr == 0 and b_rs % vw == 0 and b_off % vw == 0 and \
             (batch == 1 or b_bs % vw == 0)
         if b_mode == "auto":
             b_mode = "direct" if direct_ok else "packed"
         elif b_mode == "direct" and not direct_ok:
             b_mode = "packed"
-        if K == 0:                                # nothing is read: skip packing
-            a_mode, b_mode = "strided", "packed" if not direct_ok else "direct"
+        if K == 0:                                # nothing is read: skip packing, no B or A access
+            a_mode, b_mode = "strided", "direct"
         Mp, Np = _cdiv(M, mr), _cdiv(N, nr)
         ap_bs = Mp * mr * K
         bp_bs = Np * nr * K
@@ -222,36 +245,37 @@ class _Plan:
         idx = "long" if big else "int"
         it = _I64 if big else _I32
         params = dict(dt=dts, acc=acc, idx=idx, use_local=0, mr=mr, nv=nv, vw=vw, a_mode=a_mode, b_mode=b_mode,
-                      ku=int(cfg.get("ku", 0)), **_UNUSED_REG)
+                      ku=int(cfg.get("ku", 0)), kc=kc, tm=tm, **_UNUSED_REG)
         self.params = params
         self.steps = []   # (kernel, gsize, lsize, arg builder)
         pl = int(cfg.get("pack_local", 64))
-        self.tmp = []     # (slot, nbytes)
+        self.pack_a = self.pack_b = None      # (kernel, gsize, lsize, stride args, temp bytes)
+        self.tmp_bytes = 0
         if a_mode == "packed" and K > 0:
             k = rt.kernel(_TEMPLATE, "gemm_pack_a", [None, it, it, it, it, _I32, _I32, None, it], **params)
-            n0 = K * mr
-            l0 = min(pl, n0)
-            self.steps.append(("pack_a", k, (_round_up(n0, l0), Mp, batch), (l0, 1, 1),
-                               (a_rs, a_cs, a_bs, M, K, ap_bs)))
-            self.tmp.append(("ap", batch * ap_bs * asize))
+            l0 = min(pl, K * mr)
+            self.pack_a = (k, (_round_up(K * mr, l0), Mp, batch), (l0, 1, 1), (a_rs, a_cs, a_bs, M, K),
+                           batch * ap_bs * asize)
+            self.tmp_bytes += batch * ap_bs * asize
         if b_mode == "packed" and K > 0:
             k = rt.kernel(_TEMPLATE, "gemm_pack_b", [None, it, it, it, it, _I32, _I32, None, it], **params)
-            n0 = K * nr
-            l0 = min(pl, n0)
-            self.steps.append(("pack_b", k, (_round_up(n0, l0), Np, batch), (l0, 1, 1),
-                               (b_rs, b_cs, b_bs, K, N, bp_bs)))
-            self.tmp.append(("bp", batch * bp_bs * asize))
+            l0 = min(pl, K * nr)
+            self.pack_b = (k, (_round_up(K * nr, l0), Np, batch), (l0, 1, 1), (b_rs, b_cs, b_bs, K, N),
+                           batch * bp_bs * asize)
+            self.tmp_bytes += batch * bp_bs * asize
         km = rt.kernel(_TEMPLATE, "gemm_main",
                        [None, it, it, it, it, None, it, it, it, None, it, it, it, it, _I32, _I32, _I32, _I32,
                         scal, scal], **params)
-        lx = max(1, min(int(cfg["lx"]), Mp))
-        ly = max(1, min(int(cfg["ly"]), Np))
         c_vec = int(vw > 1 and (c_cs == 1 or N == 1) and c_rs % vw == 0 and c_off % vw == 0 and
                     (batch == 1 or c_bs % vw == 0))
-        self.main = (km, (_round_up(Mp, lx), _round_up(Np, ly), batch), (lx, ly, 1))
+        # dim 0 of the launch: row panels (kc == 0) or column panels (kc > 0); dim 1 the other one
+        n0, n1 = (Mp, Np) if not kc else (Np, _cdiv(Mp, tm))
+        lx = max(1, min(int(cfg["lx"]), n0))
+        ly = max(1, min(int(cfg["ly"]), n1))
+        self.main = (km, (_round_up(n0, lx), _round_up(n1, ly), batch), (lx, ly, 1))
         self.a_mode, self.b_mode = a_mode, b_mode
-        self.a_strides = (a_rs, a_cs, a_bs)
-        self.b_strides = (b_rs, b_bs)
+        self.a_strides = (0, 0, ap_bs) if a_mode == "packed" else (a_rs, a_cs, a_bs)
+        self.b_strides = (0, bp_bs) if b_mode == "packed" else (b_rs, b_bs)
         self.c_rest = (c_rs, c_cs, c_bs, c_vec, M, N, K)
         self.ap_bs, self.bp_bs = ap_bs, bp_bs
         self.run = self._run_reg
@@ -260,26 +284,23 @@ class _Plan:
         rt = self.rt
         q = rt.queue
         rt.pending = True
-        tmps = {}
-        for slot, nbytes in self.tmp:
-            tmps[slot] = rt.alloc(nbytes)
-        for name, k, gs, ls, rest in self.steps:
-            if name == "pack_a":
-                k(q, gs, ls, a_buf, a_off, *rest[:5], tmps["ap"], rest[5])
-            else:
-                k(q, gs, ls, b_buf, b_off, *rest[:5], tmps["bp"], rest[5])
+        if self.pack_a is not None:
+            k, gs, ls, rest, nbytes = self.pack_a
+            tmp = rt.alloc(nbytes)
+            k(q, gs, ls, a_buf, a_off, *rest, tmp, self.ap_bs)
+            a_buf, a_off = tmp, 0
+        if self.pack_b is not None:
+            k, gs, ls, rest, nbytes = self.pack_b
+            tmp = rt.alloc(nbytes)
+            k(q, gs, ls, b_buf, b_off, *rest, tmp, self.bp_bs)
+            b_buf, b_off = tmp, 0
         km, gs, ls = self.main
-        if self.a_mode == "packed":
-            a_args = (tmps["ap"], 0, 0, 0, self.ap_bs)
-        else:
-            a_args = (a_buf, a_off) + self.a_strides
-        if self.b_mode == "packed":
-            b_args = (tmps.get("bp", c_buf), 0, 0, self.bp_bs)
-        else:
-            b_args = (b_buf, b_off) + self.b_strides
-        km(q, gs, ls, *a_args, *b_args, c_buf, c_off, *self.c_rest, alpha, beta)
-        for slot, nbytes in self.tmp:
-            rt.release(nbytes)
+        km(q, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides, c_buf, c_off, *self.c_rest,
+           alpha, beta)
+        if self.tmp_bytes:
+            # the temporaries return to the pool when their last reference goes; the in-order queue runs
+            # whatever reuses them after this GEMM
+            rt.release(self.tmp_bytes)
 
     # ----------------------------------------------------------------- local-memory tiles (GPU)
     def _init_local(self, rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal):
