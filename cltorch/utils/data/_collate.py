@@ -26,19 +26,21 @@ default_collate_err_msg_format = (
     "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}")
 
 
-def _stack_host(arrays, shape_of_entry, np_dtype):
-    """np.stack of equal-shape arrays into a fresh batch array (shared memory inside a worker)."""
-    first = shape_of_entry(0)
-    for i in range(1, len(arrays)):
-        s = shape_of_entry(i)
-        if s != first:
+def _stack_arrays(arrays, np_dtype):
+    """Stacks equal-shape numpy arrays into a fresh batch array (shared memory inside a worker).
+
+    One ``concatenate`` for 1-D rows, else row by row: np.stack spends ~3 us per array on reshaping."""
+    first = arrays[0].shape
+    for i, a in enumerate(arrays):
+        if a.shape != first:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(first)} at entry 0 "
-                               f"and {list(s)} at entry {i}")
+                               f"and {list(a.shape)} at entry {i}")
     out = batch_array((len(arrays),) + tuple(first), np_dtype)
-    if len(arrays) == 1:
-        np.copyto(out[0], arrays[0], casting="unsafe")
+    if len(first) == 1:
+        np.concatenate(arrays, out=out.reshape(-1), casting="unsafe")
     else:
-        np.stack(arrays, out=out, casting="unsafe")
+        for i, a in enumerate(arrays):
+            out[i] = a
     return out
 
 
@@ -91,11 +93,12 @@ def collate_numpy_array_fn(batch, *, collate_fn_map=None):
     elem = batch[0]
     if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
         raise TypeError(default_collate_err_msg_format.format(elem.dtype))
-    dt = from_numpy_dtype(elem.dtype)
+    d0 = elem.dtype
+    dt = from_numpy_dtype(d0)
     for b in batch:
-        if b.dtype != elem.dtype:
+        if b.dtype is not d0 and b.dtype != d0:
             dt = cltorch.promote_types(dt, from_numpy_dtype(b.dtype))
-    out = _stack_host(batch, lambda i: batch[i].shape, dt.np)
+    out = _stack_arrays(batch, dt.np)
     return cltorch.from_numpy(out)
 
 
