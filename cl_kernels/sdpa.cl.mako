@@ -1,0 +1,485 @@
+## Fused scaled-dot-product attention, flash style: tiled over keys with an online softmax, O(L) extra memory,
+## the row logsumexp saved for a backward that recomputes the attention weights (FlashAttention-2: Tri Dao,
+## "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", 2023; the online softmax
+## of Milakov & Gimelshein, "Online normalizer calculation for softmax", 2018).
+##
+## Register blocking instead of local memory (the CPU path; see POCL-NOTES.md): a work-item owns BM query rows
+## (forward, dQ) or BN keys (dK/dV) and keeps its accumulators in vector registers of VW lanes; scores are
+## computed VW keys at a time from K^T (so no horizontal sums), each scalar of the streamed operand broadcast
+## against a vector of the owned one.
+##
+## Parameters: T storage type; CT compute type; VW vector width (1, 2, 4, 8); E head dim of q/k; EV head dim
+## of v; EVP = EV rounded up to VW; BM query rows per work-item (forward), BMQ (dQ); BN keys per block (forward
+## and dQ; a multiple of VW); BNK keys per work-item (dK/dV; a multiple of VW) and BQ query rows per step there;
+## mask "none" | "bool" | "float" (MT its storage type); causal: top-left aligned tril(L, S).
+## Batch: a query/output batch index bh = b0 * H + h; the k/v batch index is kvh = b0 * Hk + h / (H / Hk).
+## Packed operands (made by sdpa_pack, zero padded): Kt[kvh][E][SP] (K transposed), Vp[kvh][SP][EVP] (V rows),
+## Vt[kvh][EV][SP], Kp[kvh][SP][EP] (K rows, EP = E rounded up to VW). SP = S rounded up to BN.
+<%namespace name="cm" file="common.cl.mako"/>
+${cm.preamble(types)}
+#pragma OPENCL FP_CONTRACT ON
+<%
+    V = "%s%d" % (CT, VW) if VW > 1 else CT
+    NB = BN // VW
+    NBK = BNK // VW
+    EV8 = EVP // VW
+    LANES = "0123456789abcdef"
+    def lane(v, e):
+        return v if VW == 1 else "%s.s%s" % (v, LANES[e])
+    def vload(ptr):
+        return "(*(__global const %s*)(%s))" % (V, ptr)
+    NEG = "(-INFINITY)"
+%>
+typedef ${V} vec_t;
+
+## exp of a vector. float: 2^n * e^r with n = round(x log2 e), r = x - n ln 2 split in two parts (Cody & Waite),
+## e^r from Cephes' expf polynomial (about 1 ulp on |r| <= ln2/2); x below -87.3 (and -inf) gives 0, x above
+## 88.7 gives +inf, NaN propagates. The builtin exp becomes a scalar library call per lane on PoCL, several
+## times slower. double: the builtin.
+% if CT == "float":
+<%
+    IV = "int%d" % VW if VW > 1 else "int"
+    AS_I = "as_%s" % IV
+    AS_F = "as_%s" % V
+%>
+inline vec_t vexp(vec_t x)
+{
+    vec_t xc = fmin(fmax(x, (vec_t)(-87.3f)), (vec_t)(88.7f));
+    vec_t t = xc * 1.44269504088896341f + 12582912.0f;
+    ${IV} n = ${AS_I}(t) - 0x4B400000;
+    vec_t nf = t - 12582912.0f;
+    vec_t r = xc - nf * 0.693359375f;
+    r = r - nf * -2.12194440e-4f;
+    vec_t p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * (r * r) + r + 1.0f;
+    vec_t e = p * ${AS_F}((n + 127) << 23);
+% if VW > 1:
+    e = select(e, (vec_t)(0.0f), x < (vec_t)(-87.3f));
+    e = select(e, (vec_t)(INFINITY), x > (vec_t)(88.7f));
+    e = select(e, x, isnan(x));
+% else:
+    e = x < -87.3f ? 0.0f : (x > 88.7f ? INFINITY : (isnan(x) ? x : e));
+% endif
+    return e;
+}
+% else:
+inline vec_t vexp(vec_t x) { return exp(x); }
+% endif
+
+inline ${CT} hmax_v(vec_t v)
+{
+% if VW == 1:
+    return v;
+% else:
+    ${CT} r = v.s0;
+% for e in range(1, VW):
+    r = fmax(r, ${lane("v", e)});
+% endfor
+    return r;
+% endif
+}
+
+inline ${CT} hsum_v(vec_t v)
+{
+% if VW == 1:
+    return v;
+% elif VW == 2:
+    return v.s0 + v.s1;
+% elif VW == 4:
+    return (v.s0 + v.s1) + (v.s2 + v.s3);
+% else:
+    return ((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7));
+% endif
+}
+
+## Pack: dst[b][a][c] (contiguous, a < AP, c < CP) = src[b0 * sb0 + h * sh + a * sa + c * sc] for a < A, c < C,
+## else 0; b = b0 * NH + h. One work-item per destination row (b, a).
+__kernel void sdpa_pack(__global ${CT}* dst, __global const ${T}* src, long s_off, long sb0, long sh, long sa,
+                        long sc, long NH, long A, long C, long AP, long CP, long total)
+{
+    long gid = get_global_id(0);
+    if (gid >= total) return;
+    long a = gid % AP, b = gid / AP;
+    long b0 = b / NH, h = b - b0 * NH;
+    __global ${CT}* d = dst + gid * CP;
+    if (a >= A) {
+        for (long c = 0; c < CP; ++c) d[c] = 0;
+        return;
+    }
+    __global const ${T}* s = src + s_off + b0 * sb0 + h * sh + a * sa;
+    for (long c = 0; c < C; ++c) d[c] = (${CT})s[c * sc];
+    for (long c = C; c < CP; ++c) d[c] = 0;
+}
+
+<%def name="score_fixups(si, i_expr, j0, nrows, nkeys)">
+## Masks, causal and the key tail on the score vectors ${si}[i][n] of rows ${i_expr}(i) and keys j0 + n*VW + e.
+    {
+% if mask != "none":
+        int need = 1;
+% else:
+        int need = (${j0} + ${nkeys} > S)${" || (%s + %d - 1 > %s)" % (j0, nkeys, i_expr(0)) if causal else ""};
+% endif
+        if (need) {
+% for i in range(nrows):
+            {
+                long ii = ${i_expr(i)};
+                long iic = min(ii, L - 1);
+% if mask != "none":
+                __global const ${MT}* mrow = Mk + m_off + b0 * smb + h * smh + iic * sml;
+% endif
+% for n in range(nkeys // VW):
+% for e in range(VW):
+                {
+                    long j = ${j0} + ${n * VW + e};
+                    ${CT} sv = ${lane("%s_%d_%d" % (si, i, n), e)};
+% if mask == "float":
+                    if (j < S) sv += (${CT})mrow[j * sms];
+% elif mask == "bool":
+                    if (j < S && !mrow[j * sms]) sv = ${NEG};
+% endif
+                    if (j >= S${" || j > ii" if causal else ""}) sv = ${NEG};
+                    ${lane("%s_%d_%d" % (si, i, n), e)} = sv;
+                }
+% endfor
+% endfor
+            }
+% endfor
+        }
+    }
+</%def>
+
+## Forward. Work-item gid = bh * nqb + qb owns query rows [qb*BM, qb*BM + BM) of batch bh.
+__kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
+                       __global const ${T}* Q, long q_off, long sqb, long sqh, long sql, long sqd,
+                       __global const ${CT}* Kt, __global const ${CT}* Vp,
+                       __global const ${MT}* Mk, long m_off, long smb, long smh, long sml, long sms,
+                       long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale)
+{
+    long gid = get_global_id(0);
+    if (gid >= total) return;
+    long bh = gid / nqb, qb = gid - bh * nqb;
+    long b0 = bh / H, h = bh - b0 * H;
+    long kvh = b0 * Hk + h / (H / Hk);
+    long i0 = qb * ${BM};
+    ${CT} q[${BM}][${E}];
+% for i in range(BM):
+    {
+        __global const ${T}* qr = Q + q_off + b0 * sqb + h * sqh + min(i0 + ${i}, L - 1) * sql;
+        for (int d = 0; d < ${E}; ++d) q[${i}][d] = (${CT})qr[d * sqd] * scale;
+    }
+% endfor
+% for i in range(BM):
+% for c in range(EV8):
+    vec_t acc_${i}_${c} = (vec_t)(0);
+% endfor
+    ${CT} m_${i} = ${NEG}, l_${i} = 0;
+% endfor
+    __global const ${CT}* kt = Kt + kvh * ${E} * SP;
+    __global const ${CT}* vp = Vp + kvh * SP * ${EVP};
+    long jend = S;
+% if causal:
+    jend = min(S, i0 + ${BM});
+% endif
+    vec_t pav[${BM}][${NB}];
+    for (long j0 = 0; j0 < jend; j0 += ${BN}) {
+% for i in range(BM):
+% for n in range(NB):
+        vec_t s_${i}_${n} = (vec_t)(0);
+% endfor
+% endfor
+        __global const ${CT}* kp = kt + j0;
+        for (int d = 0; d < ${E}; ++d, kp += SP) {
+% for n in range(NB):
+            vec_t k${n} = ${vload("kp + %d" % (n * VW))};
+% endfor
+% for i in range(BM):
+% for n in range(NB):
+            s_${i}_${n} += q[${i}][d] * k${n};
+% endfor
+% endfor
+        }
+        ${score_fixups("s", lambda i: "(i0 + %d)" % i, "j0", BM, BN)}
+% for i in range(BM):
+        {
+            ${CT} bm = hmax_v(s_${i}_0);
+% for n in range(1, NB):
+            bm = fmax(bm, hmax_v(s_${i}_${n}));
+% endfor
+            ${CT} mn = fmax(m_${i}, bm);
+            ${CT} ms = (mn == ${NEG}) ? (${CT})0 : mn;
+            ${CT} corr = exp(m_${i} - ms);
+            ${CT} ps = 0;
+% for n in range(NB):
+            vec_t p${n} = vexp(s_${i}_${n} - ms);
+            ps += hsum_v(p${n});
+            pav[${i}][${n}] = p${n};
+% endfor
+            l_${i} = l_${i} * corr + ps;
+            m_${i} = mn;
+% for c in range(EV8):
+            acc_${i}_${c} *= corr;
+% endfor
+        }
+% endfor
+        __global const ${CT}* vr = vp + j0 * ${EVP};
+        for (int jj = 0; jj < ${BN}; ++jj, vr += ${EVP}) {
+% for c in range(EV8):
+            vec_t v${c} = ${vload("vr + %d" % (c * VW))};
+% endfor
+% for i in range(BM):
+            {
+                ${CT} pv = ((__private ${CT}*)pav[${i}])[jj];
+% for c in range(EV8):
+                acc_${i}_${c} += pv * v${c};
+% endfor
+            }
+% endfor
+        }
+    }
+% for i in range(BM):
+    if (i0 + ${i} < L) {
+        long row = bh * L + i0 + ${i};
+        ${CT} inv = l_${i} > 0 ? (${CT})1 / l_${i} : (${CT})0;
+        __global ${T}* orow = O + row * ${EV};
+% for c in range(EV8):
+        {
+            vec_t o = acc_${i}_${c} * inv;
+% for e in range(VW):
+% if c * VW + e < EV:
+            orow[${c * VW + e}] = (${T})${lane("o", e)};
+% endif
+% endfor
+        }
+% endfor
+        LSE[row] = l_${i} > 0 ? m_${i} + log(l_${i}) : ${NEG};
+    }
+% endfor
+}
+
+## Backward, dQ: work-item owns BM query rows (as the forward) and walks the keys:
+##   p = exp(s - lse), dp = dO . v, ds = p * (dp - Dlt), dQ += ds k;  dQ *= scale at the end.
+## Dlt[row] = sum(dO * O) over the row (precomputed). Vt is V transposed, Kp holds K's rows.
+__kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl,
+                          __global const ${T}* Q, long q_off, long sqb, long sqh, long sql, long sqd,
+                          __global const ${T}* DO, long do_off, long sdb, long sdh, long sdl, long sdd,
+                          __global const ${CT}* LSE, __global const ${CT}* Dlt,
+                          __global const ${CT}* Kt, __global const ${CT}* Vt, __global const ${CT}* Kp,
+                          __global const ${MT}* Mk, long m_off, long smb, long smh, long sml, long sms,
+                          long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale)
+{
+    long gid = get_global_id(0);
+    if (gid >= total) return;
+    long bh = gid / nqb, qb = gid - bh * nqb;
+    long b0 = bh / H, h = bh - b0 * H;
+    long kvh = b0 * Hk + h / (H / Hk);
+    long i0 = qb * ${BMQ};
+<% EP8 = EP // VW %>
+    ${CT} q[${BMQ}][${E}];
+    ${CT} go[${BMQ}][${EV}];
+    ${CT} lse[${BMQ}], dl[${BMQ}];
+% for i in range(BMQ):
+    {
+        long ic = min(i0 + ${i}, L - 1);
+        __global const ${T}* qr = Q + q_off + b0 * sqb + h * sqh + ic * sql;
+        for (int d = 0; d < ${E}; ++d) q[${i}][d] = (${CT})qr[d * sqd] * scale;
+        __global const ${T}* gr = DO + do_off + b0 * sdb + h * sdh + ic * sdl;
+        for (int d = 0; d < ${EV}; ++d) go[${i}][d] = (${CT})gr[d * sdd];
+        lse[${i}] = LSE[bh * L + ic];
+        dl[${i}] = Dlt[bh * L + ic];
+    }
+% for c in range(EP8):
+    vec_t dq_${i}_${c} = (vec_t)(0);
+% endfor
+% endfor
+    __global const ${CT}* kt = Kt + kvh * ${E} * SP;
+    __global const ${CT}* vt = Vt + kvh * ${EV} * SP;
+    __global const ${CT}* kpr = Kp + kvh * SP * ${EP};
+    long jend = S;
+% if causal:
+    jend = min(S, i0 + ${BMQ});
+% endif
+    vec_t pav[${BMQ}][${NB}];
+    for (long j0 = 0; j0 < jend; j0 += ${BN}) {
+% for i in range(BMQ):
+% for n in range(NB):
+        vec_t s_${i}_${n} = (vec_t)(0), t_${i}_${n} = (vec_t)(0);
+% endfor
+% endfor
+        {
+            __global const ${CT}* kp = kt + j0;
+            for (int d = 0; d < ${E}; ++d, kp += SP) {
+% for n in range(NB):
+                vec_t k${n} = ${vload("kp + %d" % (n * VW))};
+% endfor
+% for i in range(BMQ):
+% for n in range(NB):
+                s_${i}_${n} += q[${i}][d] * k${n};
+% endfor
+% endfor
+            }
+            __global const ${CT}* vq = vt + j0;
+            for (int d = 0; d < ${EV}; ++d, vq += SP) {
+% for n in range(NB):
+                vec_t v${n} = ${vload("vq + %d" % (n * VW))};
+% endfor
+% for i in range(BMQ):
+% for n in range(NB):
+                t_${i}_${n} += go[${i}][d] * v${n};
+% endfor
+% endfor
+            }
+        }
+        ${score_fixups("s", lambda i: "(i0 + %d)" % i, "j0", BMQ, BN)}
+% for i in range(BMQ):
+        {
+            ${CT} ls = lse[${i}] == ${NEG} ? (${CT})INFINITY : lse[${i}];
+% for n in range(NB):
+            vec_t p${n} = vexp(s_${i}_${n} - ls);
+            pav[${i}][${n}] = p${n} * (t_${i}_${n} - dl[${i}]);
+% endfor
+        }
+% endfor
+        __global const ${CT}* kr = kpr + j0 * ${EP};
+        for (int jj = 0; jj < ${BN}; ++jj, kr += ${EP}) {
+% for c in range(EP8):
+            vec_t k${c} = ${vload("kr + %d" % (c * VW))};
+% endfor
+% for i in range(BMQ):
+            {
+                ${CT} dsv = ((__private ${CT}*)pav[${i}])[jj];
+% for c in range(EP8):
+                dq_${i}_${c} += dsv * k${c};
+% endfor
+            }
+% endfor
+        }
+    }
+% for i in range(BMQ):
+    if (i0 + ${i} < L) {
+        __global ${T}* qrow = DQ + b0 * dq_sb0 + h * dq_sh + (i0 + ${i}) * dq_sl;
+% for c in range(EP8):
+        {
+            vec_t o = dq_${i}_${c} * scale;
+% for e in range(VW):
+% if c * VW + e < E:
+            qrow[${c * VW + e}] = (${T})${lane("o", e)};
+% endif
+% endfor
+        }
+% endfor
+    }
+% endfor
+}
+
+## Backward, dK and dV: work-item gid = kvh * nkb + kb owns keys [kb*BN, kb*BN + BN) of k/v batch kvh, held as
+## NB vectors of VW keys; it walks every query row of every query head that reads this k/v head, BQ rows at a
+## time:  p = exp(s - lse), dV += p dO, ds = p * (dO . v - Dlt), dK += ds q * scale.
+## Accumulators are transposed (dKt[d] holds VW keys), written back as dK[kvh][j][d].
+__kernel void sdpa_bwd_dkv(__global ${T}* DK, __global ${T}* DV,
+                           __global const ${T}* Q, long q_off, long sqb, long sqh, long sql, long sqd,
+                           __global const ${T}* DO, long do_off, long sdb, long sdh, long sdl, long sdd,
+                           __global const ${CT}* LSE, __global const ${CT}* Dlt,
+                           __global const ${CT}* Kt, __global const ${CT}* Vt,
+                           __global const ${MT}* Mk, long m_off, long smb, long smh, long sml, long sms,
+                           long L, long S, long SP, long H, long Hk, long nkb, long total, ${CT} scale)
+{
+    long gid = get_global_id(0);
+    if (gid >= total) return;
+    long kvh = gid / nkb, kb = gid - kvh * nkb;
+    long b0 = kvh / Hk, hk = kvh - b0 * Hk;
+    long rep = H / Hk;
+    long j0 = kb * ${BNK};
+    vec_t dkt[${E}][${NBK}], dvt[${EV}][${NBK}];
+    for (int d = 0; d < ${E}; ++d) {
+% for n in range(NBK):
+        dkt[d][${n}] = (vec_t)(0);
+% endfor
+    }
+    for (int d = 0; d < ${EV}; ++d) {
+% for n in range(NBK):
+        dvt[d][${n}] = (vec_t)(0);
+% endfor
+    }
+    __global const ${CT}* kt = Kt + kvh * ${E} * SP + j0;
+    __global const ${CT}* vt = Vt + kvh * ${EV} * SP + j0;
+    long istart = 0;
+% if causal:
+    istart = j0;            // rows i < j0 see none of these keys
+% endif
+    for (long h = hk * rep; h < hk * rep + rep; ++h) {
+        long bh = b0 * H + h;
+        for (long i0 = istart; i0 < L; i0 += ${BQ}) {
+            ${CT} qs[${BQ}][${E}];
+            ${CT} go[${BQ}][${EV}];
+% for i in range(BQ):
+            ${CT} lse_${i}, dl_${i};
+            {
+                long ic = min(i0 + ${i}, L - 1);
+                __global const ${T}* qr = Q + q_off + b0 * sqb + h * sqh + ic * sql;
+                for (int d = 0; d < ${E}; ++d) qs[${i}][d] = (${CT})qr[d * sqd] * scale;
+                __global const ${T}* gr = DO + do_off + b0 * sdb + h * sdh + ic * sdl;
+                for (int d = 0; d < ${EV}; ++d) go[${i}][d] = (${CT})gr[d * sdd];
+                lse_${i} = LSE[bh * L + ic];
+                if (i0 + ${i} >= L || lse_${i} == ${NEG}) lse_${i} = INFINITY;   // no contribution
+                dl_${i} = Dlt[bh * L + ic];
+            }
+% for n in range(NBK):
+            vec_t s_${i}_${n} = (vec_t)(0), t_${i}_${n} = (vec_t)(0);
+% endfor
+% endfor
+            for (int d = 0; d < ${E}; ++d) {
+% for n in range(NBK):
+                vec_t k${n} = ${vload("kt + d * SP + %d" % (n * VW))};
+% endfor
+% for i in range(BQ):
+% for n in range(NBK):
+                s_${i}_${n} += qs[${i}][d] * k${n};
+% endfor
+% endfor
+            }
+            for (int d = 0; d < ${EV}; ++d) {
+% for n in range(NBK):
+                vec_t v${n} = ${vload("vt + d * SP + %d" % (n * VW))};
+% endfor
+% for i in range(BQ):
+% for n in range(NBK):
+                t_${i}_${n} += go[${i}][d] * v${n};
+% endfor
+% endfor
+            }
+            ${score_fixups("s", lambda i: "(i0 + %d)" % i, "j0", BQ, BNK)}
+% for i in range(BQ):
+% for n in range(NBK):
+            vec_t p_${i}_${n} = vexp(s_${i}_${n} - lse_${i});
+            vec_t ds_${i}_${n} = p_${i}_${n} * (t_${i}_${n} - dl_${i});
+% endfor
+% endfor
+            for (int d = 0; d < ${EV}; ++d) {
+% for n in range(NBK):
+                dvt[d][${n}] += ${" + ".join("p_%d_%d * go[%d][d]" % (i, n, i) for i in range(BQ))};
+% endfor
+            }
+            for (int d = 0; d < ${E}; ++d) {
+% for n in range(NBK):
+                dkt[d][${n}] += ${" + ".join("ds_%d_%d * qs[%d][d]" % (i, n, i) for i in range(BQ))};
+% endfor
+            }
+        }
+    }
+% for n in range(NBK):
+% for e in range(VW):
+    if (j0 + ${n * VW + e} < S) {
+        long j = j0 + ${n * VW + e};
+        __global ${T}* dkr = DK + (kvh * S + j) * ${E};
+        __global ${T}* dvr = DV + (kvh * S + j) * ${EV};
+        for (int d = 0; d < ${E}; ++d) dkr[d] = (${T})${lane("dkt[d][%d]" % n, e)};
+        for (int d = 0; d < ${EV}; ++d) dvr[d] = (${T})${lane("dvt[d][%d]" % n, e)};
+    }
+% endfor
+% endfor
+}
