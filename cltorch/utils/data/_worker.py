@@ -141,12 +141,14 @@ def _seed_worker(seed, base_seed, worker_id):
     np.random.seed(_numpy_seed(base_seed, worker_id))
 
 
-def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_workers, base_seed, batch_prefix):
+def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_workers, base_seed, prefix):
     """Runs in the worker process until it receives ``None`` or its parent dies.
 
     ``payload`` is ``(dataset_kind, dataset, auto_collation, collate_fn, drop_last, worker_init_fn)``, as
     bytes from :func:`_pickle.dumps_dataset` when ``pickled`` (spawn/forkserver), else the objects (fork).
-    Messages to the main process are ``(generation, index, data)`` pickled by :func:`_pickle.dumps_batch`.
+    Tasks are ``(generation, index, sampler indices, names of segments handed back)``; messages to the main
+    process are ``(generation, index, data)`` pickled by :func:`_pickle.dumps_batch`. Batch segments are
+    named ``<prefix>w<worker_id>_<n>``.
     """
     global _worker_info
     from multiprocessing import parent_process
@@ -168,7 +170,7 @@ def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_work
             return False
         return True
 
-    _pickle.set_batch_prefix(batch_prefix)
+    _pickle.set_batch_prefix(f"{prefix}w{worker_id}_", owner=(prefix, worker_id))
     seed = base_seed + worker_id
     try:
         _seed_worker(seed, base_seed, worker_id)
@@ -205,7 +207,9 @@ def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_work
             except Exception:  # e.g. iter(dataset) failed: report it with the next batch
                 pending_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
             continue
-        gen, idx, index = r
+        gen, idx, index, returned = r
+        if returned:
+            _pickle.release(returned)
         if pending_error is not None:
             data, pending_error = pending_error, None
         elif iteration_end:
@@ -226,7 +230,7 @@ def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_work
         del data
         if not ok:
             break
-    _pickle.discard_batch_segments()
+    _pickle.unlink_all()
     try:
         result_conn.close()
     except OSError:

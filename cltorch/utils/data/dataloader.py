@@ -463,6 +463,7 @@ class _Workers:
         self.pin_queue = None
         self._wake_r, self._wake_w = mp.Pipe(duplex=False)
         self._lock = threading.Lock()
+        _pickle.register_returns(prefix, num_workers)
 
     # ---------------------------------------------------------------- receiving
     def recv(self, timeout):
@@ -592,6 +593,7 @@ class _Workers:
                 r.close()
             for name in self.owned:
                 _shm.unlink(name)
+            _pickle.unregister_returns(self.prefix)
             _shm.sweep(self.prefix)
             for c in (self._wake_r, self._wake_w):
                 c.close()
@@ -642,7 +644,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 reader, writer = ctx.Pipe(duplex=False)
                 w = ctx.Process(target=_worker_loop, name=f"cltorch DataLoader worker {wid}",
                                 args=(payload, not forked, iq, writer, wid, self._num_workers, self._base_seed,
-                                      f"{res.prefix}w{wid}_"))
+                                      res.prefix))
                 w.daemon = True
                 w.start()
                 writer.close()   # the worker holds the only write end: its death shows as EOF
@@ -760,7 +762,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             index = self._next_index()
         except StopIteration:
             return
-        self._res.index_queues[wid].put((self._generation, self._send_idx, index))
+        self._res.index_queues[wid].put((self._generation, self._send_idx, index,
+                                         _pickle.take_returns(self._res.prefix, wid)))
         self._task_info[self._send_idx] = (wid,)
         self._worker_tasks[wid] += 1
         self._tasks_outstanding += 1
