@@ -139,22 +139,112 @@ __kernel void ${name}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, 
 
 // col[n, g, k, p] = x[n, g*CI + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (zero outside), k = (c*KH + i)*KW + j.
 // Work-item: (p, k, n*G + g), n counted from the chunk start (x_off and c_off point at the chunk).
+// Rows k in [K, Kp) (K = CI*KH*KW) are filled too: row K with ones_row (a row of ones gives the bias gradient
+// in conv_wgrad), the rest with zeros. Launch over Kp rows.
 __kernel void im2col(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                      __global ${dt}* Col, I c_off, I c_sn, I c_sg, I c_sk, I c_sp,
                      int G, int CI, int H, int W, int OH, int OW, int KH, int KW,
-                     int sh, int sw, int ph, int pw, int dh, int dw)
+                     int sh, int sw, int ph, int pw, int dh, int dw, int Kp, int ones_row)
 {
     int p = get_global_id(0), k = get_global_id(1), ng = get_global_id(2);
-    if (p >= OH * OW || k >= CI * KH * KW) return;
+    int K = CI * KH * KW;
+    if (p >= OH * OW || k >= Kp) return;
     int n = ng / G, g = ng - n * G;
-    int cc = k / (KH * KW), t = k - cc * (KH * KW);
-    int i = t / KW, j = t - i * KW;
-    int oh = p / OW, ow = p - oh * OW;
-    int ih = oh * sh - ph + i * dh, iw = ow * sw - pw + j * dw;
     ${dt} v = (${dt})0;
-    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-        v = X[x_off + (I)n * x_sn + (I)(g * CI + cc) * x_sc + (I)ih * x_sh + (I)iw * x_sw];
+    if (k < K) {
+        int cc = k / (KH * KW), t = k - cc * (KH * KW);
+        int i = t / KW, j = t - i * KW;
+        int oh = p / OW, ow = p - oh * OW;
+        int ih = oh * sh - ph + i * dh, iw = ow * sw - pw + j * dw;
+        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+            v = X[x_off + (I)n * x_sn + (I)(g * CI + cc) * x_sc + (I)ih * x_sh + (I)iw * x_sw];
+    } else if (k == K && ones_row) {
+        v = (${dt})1;
+    }
     Col[c_off + (I)n * c_sn + (I)g * c_sg + (I)k * c_sk + (I)p * c_sp] = v;
+}
+
+// The same matrix one row (n, g, p) per work-item, k fastest: Col[c_off + g*c_sg + (n*P + p)*Kp + k] for k < Kp
+// (the layout conv_wgrad reads). Work-item: (p, n*G + g).
+__kernel void im2row(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
+                     __global ${dt}* Col, I c_off, I c_sg,
+                     int G, int CI, int H, int W, int OH, int OW, int KH, int KW,
+                     int sh, int sw, int ph, int pw, int dh, int dw, int Kp, int ones_row)
+{
+    int p = get_global_id(0), ng = get_global_id(1);
+    int P = OH * OW;
+    if (p >= P) return;
+    int n = ng / G, g = ng - n * G;
+    int oh = p / OW, ow = p - oh * OW;
+    int h0 = oh * sh - ph, w0 = ow * sw - pw;
+    __global const ${dt}* xb = X + x_off + (I)n * x_sn + (I)(g * CI) * x_sc;
+    __global ${dt}* out = Col + c_off + (I)g * c_sg + ((I)n * P + p) * Kp;
+    for (int cc = 0; cc < CI; cc++) {
+        for (int i = 0; i < KH; i++) {
+            int ih = h0 + i * dh;
+            int hok = ih >= 0 && ih < H;
+            for (int j = 0; j < KW; j++) {
+                int iw = w0 + j * dw;
+                *out++ = (hok && iw >= 0 && iw < W) ? xb[(I)ih * x_sh + (I)iw * x_sw] : (${dt})0;
+            }
+        }
+        xb += x_sc;
+    }
+    int K = CI * KH * KW;
+    for (int k = K; k < Kp; k++) *out++ = (k == K && ones_row) ? (${dt})1 : (${dt})0;
+}
+
+// Weight (and bias) gradient: V[g*CO + o][k] = sum_{n, p} U[n, g*CO + o, p] * Col[g][n*P + p][k] for k < Kw,
+// where Col (from im2col, k fastest, row length Kp, a multiple of ${NR}) may carry a row of ones at k = K
+// (then column K of the product is the bias gradient, stored to Bg[g*CO + o]). U is read through its
+// batch and channel strides with contiguous spatial positions. acc: add to V (and Bg) instead of storing
+// (for batch chunks). Work-item: (k block of ${NR}, o block of ${mr}, g); the reduction runs over n and p.
+__kernel void conv_wgrad(__global const ${dt}* U, I u_off, I u_sn, I u_sc,
+                         __global const ${dt}* Col, I c_gs, __global ${dt}* V, I v_off,
+                         __global ${dt}* Bg, I b_off, I b_st, int has_bias,
+                         int Nc, int P, int CO, int K, int Kp, int acc_out)
+{
+    int kb = get_global_id(0), ob = get_global_id(1), g = get_global_id(2);
+    int k0 = kb * ${NR}, o0 = ob * ${mr};
+    if (k0 >= Kp || o0 >= CO) return;
+    __global const ${VT}* cp = (__global const ${VT}*)(Col + (I)g * c_gs + k0);
+    int crow = Kp / ${vw};
+% for r in range(mr):
+    __global const ${dt}* u${r} = U + u_off + (I)(g * CO + min(o0 + ${r}, CO - 1)) * u_sc;
+% for v in range(nv):
+    ${VT} acc${r}_${v} = (${VT})0;
+% endfor
+% endfor
+    for (int n = 0; n < Nc; n++) {
+        I un = (I)n * u_sn;
+        for (int p = 0; p < P; p++) {
+% for v in range(nv):
+            ${VT} b${v} = cp[${v}];
+% endfor
+% for r in range(mr):
+            { ${dt} a = u${r}[un + p];
+% for v in range(nv):
+              acc${r}_${v} += a * b${v};
+% endfor
+            }
+% endfor
+            cp += crow;
+        }
+    }
+% for r in range(mr):
+    if (o0 + ${r} < CO) {
+        __global ${dt}* vr = V + v_off + (I)(g * CO + o0 + ${r}) * K;
+% for v in range(nv):
+% for e in range(vw):
+        { int k = k0 + ${v * vw + e};
+          ${dt} t = ${lane("acc%d_%d" % (r, v), e)};
+          if (k < K) { if (acc_out) vr[k] += t; else vr[k] = t; }
+          else if (k == K && has_bias) { __global ${dt}* bp = Bg + b_off + (I)(g * CO + o0 + ${r}) * b_st;
+                                         if (acc_out) *bp += t; else *bp = t; } }
+% endfor
+% endfor
+    }
+% endfor
 }
 
 // The adjoint of im2col: x[n, g*CI + c, h, w] = sum over the taps (i, j) and positions p that read it of

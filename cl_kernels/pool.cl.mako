@@ -16,6 +16,13 @@
 ${c.preamble((dt,))}
 typedef ${idx} I;
 #define NEG_INF (-INFINITY)
+## Every kernel runs on a flat 1-D range (few, large work-groups: PoCL's cost per work-group is high) over
+## NPL planes of `extent` elements: element a of plane b.
+<%def name="flat(a, b, extent)">
+    I _g = get_global_id(0);
+    int ${b} = (int)(_g / (I)(${extent}));
+    int ${a} = (int)(_g - (I)${b} * (I)(${extent}));
+    if (${b} >= NPL) return;</%def>
 
 inline int ad_start(int o, int isz, int osz) { return (int)(((long)o * isz) / osz); }
 inline int ad_end(int o, int isz, int osz) { return (int)(((long)(o + 1) * isz + osz - 1) / osz); }
@@ -26,10 +33,9 @@ inline int ad_end(int o, int isz, int osz) { return (int)(((long)(o + 1) * isz +
 __kernel void maxpool_fwd${sfx}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                              __global ${dt}* Y, __global long* Ix, int with_idx,
                              int C, int H, int W, int OH, int OW,
-                             int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw)
+                             int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int NPL)
 {
-    int p = get_global_id(0), pl = get_global_id(1);
-    if (p >= OH * OW) return;
+${flat("p", "pl", "OH * OW")}
     int oh = p / OW, ow = p - oh * OW;
     int n = pl / C, cc = pl - n * C;
     __global const ${dt}* xb = X + x_off + (I)n * x_sn + (I)cc * x_sc;
@@ -59,10 +65,9 @@ __kernel void maxpool_fwd${sfx}(__global const ${dt}* X, I x_off, I x_sn, I x_sc
 // g and the indices are read contiguous [planes, OH, OW]; grad_x is written contiguous [planes, H, W].
 __kernel void maxpool_scatter${sfx}(__global const ${dt}* G, I g_off, __global const long* Ix, I i_off,
                                  __global ${dt}* X, int H, int W, int OH, int OW,
-                                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw)
+                                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int NPL)
 {
-    int q = get_global_id(0), pl = get_global_id(1);
-    if (q >= H * W) return;
+${flat("q", "pl", "H * W")}
     int h = q / W, w = q - h * W;
     __global const ${dt}* gb = G + g_off + (I)pl * OH * OW;
     __global const long* ib = Ix + i_off + (I)pl * OH * OW;
@@ -100,10 +105,9 @@ __kernel void maxpool_scatter${sfx}(__global const ${dt}* G, I g_off, __global c
 // y[pl, o] = x[pl, idx[pl, o]]: the adjoint of maxpool_scatter (double backward of max pooling).
 // x is read contiguous [planes, H*W]; y and idx are contiguous [planes, OHW].
 __kernel void maxpool_gather(__global const ${dt}* X, I x_off, __global const long* Ix, I i_off,
-                             __global ${dt}* Y, int HW, int OHW)
+                             __global ${dt}* Y, int HW, int OHW, int NPL)
 {
-    int p = get_global_id(0), pl = get_global_id(1);
-    if (p >= OHW) return;
+${flat("p", "pl", "OHW")}
     long k = Ix[i_off + (I)pl * OHW + p];
     Y[(I)pl * OHW + p] = X[x_off + (I)pl * HW + (I)k];
 }
@@ -126,10 +130,9 @@ inline int avg_window(int o, int s, int p, int k, int L, int* a, int* b)
 <% sfx = "_adaptive" if ad else "" %>
 __kernel void avgpool_fwd${sfx}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                              __global ${dt}* Y, int C, int H, int W, int OH, int OW,
-                             int KH, int KW, int sh, int sw, int ph, int pw, int include_pad, int divisor)
+                             int KH, int KW, int sh, int sw, int ph, int pw, int include_pad, int divisor, int NPL)
 {
-    int p = get_global_id(0), pl = get_global_id(1);
-    if (p >= OH * OW) return;
+${flat("p", "pl", "OH * OW")}
     int oh = p / OW, ow = p - oh * OW;
     int n = pl / C, cc = pl - n * C;
     __global const ${dt}* xb = X + x_off + (I)n * x_sn + (I)cc * x_sc;
@@ -154,10 +157,9 @@ __kernel void avgpool_fwd${sfx}(__global const ${dt}* X, I x_off, I x_sn, I x_sc
 // g read contiguous [planes, OH, OW] at g_off; grad_x written contiguous [planes, H, W].
 __kernel void avgpool_bwd${sfx}(__global const ${dt}* G, I g_off, __global ${dt}* X,
                              int H, int W, int OH, int OW,
-                             int KH, int KW, int sh, int sw, int ph, int pw, int include_pad, int divisor)
+                             int KH, int KW, int sh, int sw, int ph, int pw, int include_pad, int divisor, int NPL)
 {
-    int q = get_global_id(0), pl = get_global_id(1);
-    if (q >= H * W) return;
+${flat("q", "pl", "H * W")}
     int h = q / W, w = q - h * W;
     __global const ${dt}* gb = G + g_off + (I)pl * OH * OW;
     ${dt} acc = (${dt})0;
@@ -210,11 +212,10 @@ inline int pad_src(int i, int L, int mode)
 }
 
 __kernel void pad1d_fwd(__global const ${dt}* X, I x_off, __global ${dt}* Y,
-                        int L, int inner, int a, int b, int mode)
+                        int L, int inner, int a, int b, int mode, int NPL)
 {
-    int e = get_global_id(0), ou = get_global_id(1);
     int Lo = L + a + b;
-    if (e >= Lo * inner) return;
+${flat("e", "ou", "Lo * inner")}
     int o = e / inner, r = e - o * inner;
     int i = pad_src(o - a, L, mode);
     Y[(I)ou * Lo * inner + e] = X[x_off + ((I)ou * L + i) * inner + r];
@@ -222,10 +223,9 @@ __kernel void pad1d_fwd(__global const ${dt}* X, I x_off, __global ${dt}* Y,
 
 // The adjoint: grad_x[ou, i, r] = sum of g[ou, o, r] over the o with pad_src(o - a) == i.
 __kernel void pad1d_bwd(__global const ${dt}* G, I g_off, __global ${dt}* X,
-                        int L, int inner, int a, int b, int mode)
+                        int L, int inner, int a, int b, int mode, int NPL)
 {
-    int e = get_global_id(0), ou = get_global_id(1);
-    if (e >= L * inner) return;
+${flat("e", "ou", "L * inner")}
     int i = e / inner, r = e - i * inner;
     int Lo = L + a + b;
     __global const ${dt}* gb = G + g_off + (I)ou * Lo * inner + r;
@@ -270,10 +270,9 @@ inline ${dt} lin_src(int o, ${dt} scale, int align)
 
 __kernel void resample_fwd(__global const ${dt}* X, I x_off, I x_so, I x_sl, I x_si,
                            __global ${dt}* Y, int L, int Lo, int inner, int mode, int align,
-                           float fscale, ${dt} scale)
+                           float fscale, ${dt} scale, int NPL)
 {
-    int e = get_global_id(0), ou = get_global_id(1);
-    if (e >= Lo * inner) return;
+${flat("e", "ou", "Lo * inner")}
     int o = e / inner, r = e - o * inner;
     __global const ${dt}* xb = X + x_off + (I)ou * x_so + (I)r * x_si;
     ${dt} v;
@@ -293,10 +292,9 @@ __kernel void resample_fwd(__global const ${dt}* X, I x_off, I x_so, I x_sl, I x
 // The candidate range [olo, ohi) comes from the host (a superset); each candidate is checked exactly.
 __kernel void resample_bwd(__global const ${dt}* G, I g_off, __global ${dt}* X,
                            int L, int Lo, int inner, int mode, int align, float fscale, ${dt} scale,
-                           ${dt} inv, int margin)
+                           ${dt} inv, int margin, int NPL)
 {
-    int e = get_global_id(0), ou = get_global_id(1);
-    if (e >= L * inner) return;
+${flat("e", "ou", "L * inner")}
     int i = e / inner, r = e - i * inner;
     __global const ${dt}* gb = G + g_off + (I)ou * Lo * inner + r;
     // candidates: outputs whose source lies within one step of i

@@ -283,6 +283,10 @@ def test_gradcheck_conv2d(device, algo):
     f = lambda x, w, b: C.conv2d(x, w, b, stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)  # noqa: E731
     assert gradcheck(f, (x, w, b))
     assert gradgradcheck(lambda x, w: C.conv2d(x, w, None, padding="same", groups=2), (x, w))
+    # weight and bias gradients together (one fused op), and the bias alone
+    assert gradgradcheck(lambda x, w, b: C.conv2d(x, w, b, padding=1, groups=2), (x, w, b))
+    w.requires_grad_(False)
+    assert gradgradcheck(lambda x, b: C.conv2d(x, w, b, stride=2, groups=2), (x, b))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -110,8 +110,11 @@ def _kernels(rt, dt, idx, cfg):
                                     + [i32] * 16, **params),
         "direct_t": lambda: rt.kernel(_TEMPLATE, "conv_direct_t", [None, I, I, I, I, I, None, None, I, None]
                                       + [i32] * 16, **params),
-        "im2col": lambda: rt.kernel(_TEMPLATE, "im2col", [None, I, I, I, I, I, None, I, I, I, I, I] + [i32] * 14,
+        "im2col": lambda: rt.kernel(_TEMPLATE, "im2col", [None, I, I, I, I, I, None, I, I, I, I, I] + [i32] * 16,
                                     **params),
+        "im2row": lambda: rt.kernel(_TEMPLATE, "im2row", [None, I, I, I, I, I, None, I, I] + [i32] * 16, **params),
+        "wgrad": lambda: rt.kernel(_TEMPLATE, "conv_wgrad", [None, I, I, I, None, I, None, I, None, I, I]
+                                   + [i32] * 7, **params),
         "col2im": lambda: rt.kernel(_TEMPLATE, "col2im", [None, I, I, I, I, I, None, I] + [i32] * 14, **params),
     }
 
@@ -233,17 +236,18 @@ def _col_chunk(rt, N, per_image_bytes):
     return max(1, min(N, budget // max(per_image_bytes, 1)))
 
 
-def _im2col(rt, dt, idx, x, n0, nb, geom, col, c_off, c_sn, c_sg, c_sk, c_sp):
+def _im2col(rt, dt, idx, x, n0, nb, geom, col, c_off, c_sn, c_sg, c_sk, c_sp, cfg=None, Kp=None, ones=False):
     G = geom.G
     CI = x._shape[1] // G
     Kg = CI * geom.KH * geom.KW
+    Kp = Kg if Kp is None else Kp
     P = geom.OH * geom.OW
-    k = _kernel(rt, dt, idx, _GEMM_CFG, "im2col")
+    k = _kernel(rt, dt, idx, cfg or _GEMM_CFG, "im2col")
     sn, sc, sh_, sw_ = x._stride
     lx = min(64, P)
-    rt.launch(k, (_round_up(P, lx), Kg, nb * G), (lx, 1, 1), x._storage.cl_buffer(), x._offset + n0 * sn,
+    rt.launch(k, (_round_up(P, lx), Kp, nb * G), (lx, 1, 1), x._storage.cl_buffer(), x._offset + n0 * sn,
               sn, sc, sh_, sw_, col, c_off, c_sn, c_sg, c_sk, c_sp, G, CI, geom.H, geom.W, geom.OH, geom.OW,
-              geom.KH, geom.KW, *geom.launch_args())
+              geom.KH, geom.KW, *geom.launch_args(), Kp, int(ones))
 
 
 _GEMM_CFG = {"vw": 1, "nv": 1, "mr": 1}
@@ -418,10 +422,50 @@ def _gemm_conv_w(x, u, geom, wshape):
     return v
 
 
-def _direct_conv_w(x, u, geom, wshape):
-    # The weight gradient always goes through im2col + GEMM: its reduction runs over N*OH*OW, which is the
-    # long, GEMM-friendly dimension.
-    return _gemm_conv_w(x, u, geom, wshape)
+def _direct_conv_w(x, u, geom, wshape, with_bias):
+    """Weight (and bias) gradient without the GEMM: im2col into [G][N*P][Kp] (k fastest, plus a row of ones
+    when the bias gradient is wanted) and conv_wgrad, which reads u in place (no transposed copy).
+    Returns (v, bias_grad or None)."""
+    rt = x._runtime()
+    dt = _dtname(x)
+    isz = 8 if dt == "double" else 4
+    G = geom.G
+    N, C = x._shape[0], x._shape[1]
+    O = u._shape[1]
+    Og, CI = O // G, C // G
+    Kg = CI * geom.KH * geom.KW
+    P = geom.OH * geom.OW
+    prof = rt.profile
+    vw = int(prof.get_value("conv", "vw_f64" if dt == "double" else "vw", 4 if dt == "double" else 8))
+    cfg = {"vw": vw, "nv": 1 if Kg + with_bias <= vw else int(prof.get_value("conv", "wgrad_nv", 2)),
+           "mr": int(prof.get_value("conv", "wgrad_mr", 4))}
+    NR = cfg["vw"] * cfg["nv"]
+    Kp = _round_up(Kg + int(with_bias), NR)
+    v = Tensor._empty(wshape, x.dtype, x.device)
+    gb = Tensor._empty((O,), x.dtype, x.device) if with_bias else None
+    us = u._stride
+    if us[3] != 1 or us[2] != geom.OW:
+        u = u.contiguous()
+        us = u._stride
+    idx = _idx_type(_span(x), _span(u), G * N * P * Kp + 1)
+    tmp = _Tmp(rt)
+    nb = _col_chunk(rt, N, G * P * Kp * isz)
+    col = tmp(G * nb * P * Kp * isz)
+    k = _kernel(rt, dt, idx, cfg, "wgrad")
+    bt = gb if gb is not None else v
+    for n0 in range(0, N, nb):
+        m = min(nb, N - n0)
+        sn, sc, sh_, sw_ = x._stride
+        lx = min(64, P)
+        rt.launch(_kernel(rt, dt, idx, cfg, "im2row"), (_round_up(P, lx), m * G), (lx, 1), x._storage.cl_buffer(),
+                  x._offset + n0 * sn, sn, sc, sh_, sw_, col, 0, m * P * Kp, G, CI, geom.H, geom.W, geom.OH,
+                  geom.OW, geom.KH, geom.KW, *geom.launch_args(), Kp, int(with_bias))
+        rt.launch(k, (Kp // NR, _cdiv(Og, cfg["mr"]), G), (1, 1, 1), u._storage.cl_buffer(), u._offset + n0 * us[0],
+                  us[0], us[1], col, m * P * Kp, v._storage.cl_buffer(), v._offset, bt._storage.cl_buffer(),
+                  bt._offset, 1, int(with_bias), m, P, Og, Kg, Kp, int(n0 > 0))
+    tmp.done()
+    _finish(rt, x, u, v)
+    return v, gb
 
 
 def _algo(rt, cin, cout, geom):
@@ -487,12 +531,27 @@ def run_conv_t(u, w, b, geom):
     return _compute(f, u, w, b)
 
 
-def run_conv_w(x, u, geom, wshape):
-    if any(s == 0 for s in wshape):
-        return Tensor._empty(wshape, x.dtype, x.device)
-    if x._shape[0] == 0 or geom.OH * geom.OW == 0:
-        return _empty_out(wshape, x)
-    return _compute(lambda x, u: _gemm_conv_w(x, u, geom, wshape), x, u)
+def run_conv_w(x, u, geom, wshape, with_bias=False):
+    """The weight gradient v (and, with_bias, the bias gradient sum of u over n, h, w): (v, gb or None)."""
+    O = u._shape[1]
+    if any(s == 0 for s in wshape) or x._shape[0] == 0 or geom.OH * geom.OW == 0:
+        v = Tensor._empty(wshape, x.dtype, x.device) if any(s == 0 for s in wshape) else _empty_out(wshape, x)
+        return v, (_empty_out((O,), x) if with_bias else None)
+
+    def f(x, u):
+        if _algo(x._runtime(), x._shape[1] // geom.G, O // geom.G, geom) == "direct":
+            v, gb = _direct_conv_w(x, u, geom, wshape, with_bias)
+            return v if gb is None else (v, gb)
+        v = _gemm_conv_w(x, u, geom, wshape)
+        return v if not with_bias else (v, u.sum((0, 2, 3)))
+
+    half = x.dtype is D.float16
+    out = f(x.float(), u.float()) if half else f(x, u)
+    if not isinstance(out, tuple):
+        out = (out, None)
+    if half:
+        out = tuple(None if t is None else t.half() for t in out)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- the ops
@@ -509,8 +568,14 @@ def _conv_bwd(ctx, g):
     need = ctx.needs_input_grad
     geom = ctx.geom
     gx = call(_conv_t_op, g, w, None, geom) if need[0] else None
-    gw = call(_conv_w_op, x, g, geom, tuple(w._shape)) if need[1] else None
-    gb = g.sum((0, 2, 3)) if len(need) > 2 and need[2] else None
+    need_b = len(need) > 2 and need[2]
+    gw = gb = None
+    if need[1] and need_b:
+        gw, gb = call(_conv_wb_op, x, g, geom, tuple(w._shape))
+    elif need[1]:
+        gw = call(_conv_w_op, x, g, geom, tuple(w._shape))
+    elif need_b:
+        gb = g.sum((0, 2, 3))
     return gx, gw, gb, None
 
 
@@ -533,7 +598,7 @@ def _conv_t_bwd(ctx, g):
 
 
 def _conv_w_fwd(ctx, x, u, geom, wshape):
-    v = run_conv_w(x, u, geom, wshape)
+    v, _ = run_conv_w(x, u, geom, wshape)
     if ctx is not None:
         ctx.save_for_backward(x, u)
         ctx.geom = geom
@@ -548,9 +613,33 @@ def _conv_w_bwd(ctx, g):
     return gx, gu, None, None
 
 
+def _conv_wb_fwd(ctx, x, u, geom, wshape):
+    """(weight gradient, bias gradient) in one pass: the bias gradient is the sum of u over n, h, w."""
+    out = run_conv_w(x, u, geom, wshape, True)
+    if ctx is not None:
+        ctx.save_for_backward(x, u)
+        ctx.geom = geom
+        ctx.ushape = u._shape
+    return out
+
+
+def _conv_wb_bwd(ctx, gv, gb):
+    x, u = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    gx = call(_conv_t_op, u, gv, None, ctx.geom) if gv is not None and need[0] else None
+    gu = None
+    if need[1]:
+        if gv is not None:
+            gu = call(_conv_op, x, gv, gb, ctx.geom)
+        elif gb is not None:
+            gu = gb.reshape(1, -1, 1, 1).expand(*ctx.ushape)
+    return gx, gu, None, None
+
+
 _conv_op = register("convolution", _conv_fwd, _conv_bwd)
 _conv_t_op = register("convolution_transpose", _conv_t_fwd, _conv_t_bwd)
 _conv_w_op = register("convolution_weight", _conv_w_fwd, _conv_w_bwd)
+_conv_wb_op = register("convolution_weight_bias", _conv_wb_fwd, _conv_wb_bwd)
 
 
 # ----------------------------------------------------------------------------------------------- arguments

@@ -21,7 +21,8 @@ import numpy as np
 from .. import _dtype as D
 from .._dispatch import call, register
 from .._tensor import Tensor
-from .pool import kernel, dtname, idx_type, finish, compute_in_float, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .pool import (kernel, dtname, idx_type, finish, compute_in_float, adaptive_avg_pool1d, adaptive_avg_pool2d,
+                   launch_flat)
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
 
@@ -32,9 +33,7 @@ def _round_up(a, b):
     return -(-a // b) * b
 
 
-def _launch2(rt, k, n0, n1, *args):
-    lx = max(1, min(64, n0))
-    rt.launch(k, (_round_up(n0, lx), n1), (lx, 1), *args)
+_launch2 = launch_flat
 
 
 def _prod(s):

@@ -49,13 +49,13 @@ _kcache = {}
 
 def kernel(rt, dt, name, argtypes, idx="int"):
     """A cached kernel of pool.cl.mako (``argtypes`` lists 'b' for buffers, 'I' for index ints, 'i' for
-    int32, 'f' float32, 's' for the dtype's scalar)."""
+    int32, 'f' float32, 's' for the dtype's scalar; the trailing plane count of every kernel is added)."""
     key = (rt.index, dt, idx, name)
     k = _kcache.get(key)
     if k is None:
         I = np.int64 if idx == "long" else np.int32
         m = {"b": None, "I": I, "i": np.int32, "f": np.float32, "s": np.float64 if dt == "double" else np.float32}
-        k = _kcache[key] = rt.kernel(_TEMPLATE, name, [m[c] for c in argtypes], dt=dt, idx=idx)
+        k = _kcache[key] = rt.kernel(_TEMPLATE, name, [m[c] for c in argtypes + "i"], dt=dt, idx=idx)
     return k
 
 
@@ -75,9 +75,16 @@ def finish(rt, *tensors):
         rt.synchronize()
 
 
-def _launch2(rt, k, n0, n1, *args):
-    lx = max(1, min(64, n0))
-    rt.launch(k, (_round_up(n0, lx), n1), (lx, 1), *args)
+def launch_flat(rt, k, extent, planes, *args):
+    """Launch k over planes x extent elements as one flat range (the kernel's last argument is the plane
+    count). Large work-groups: PoCL pays per work-group, so 2-d grids with short rows are slow there."""
+    n = extent * planes
+    ls = int(rt.profile.get_value("pool", "local_size", 128))
+    ls = max(1, min(ls, n))
+    rt.launch(k, (_round_up(n, ls),), (ls,), *args, planes)
+
+
+_launch2 = launch_flat
 
 
 def compute_in_float(fn, x, *rest):
