@@ -55,7 +55,54 @@
 % endif
 typedef ${idx} I;
 
-% if use_local == 0:
+% if kind == "pack":
+<%
+    R = lanes_n
+    ls = "1" if contig == "lane" else "ls"
+    ks = "1" if contig == "k" else "ks"
+%>
+// Packs one operand into panels of R lanes:  P[b][p][k][r] = S[b][lane p*R + r][k], zero past L lanes.
+// For A the lanes are rows (lane stride a_rs, k stride a_cs); for B they are columns (b_cs, b_rs).
+// Work-item (x, y, z) copies the R x ${kb} block at k = x*${kb} of panel y (x and y swapped when
+// contig is "lane"), batch z. contig = "${contig}":
+// the source is contiguous along ${"k" if contig == "k" else "the lanes" if contig == "lane" else "neither"},
+// and the loops below read along that direction (the written block, R*${kb} elements, stays in L1).
+__kernel void gemm_pack(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, int L, int K,
+                        __global ${acc}* P, I p_bs)
+{
+% if contig == "lane":
+    // neighbouring work-items take neighbouring panels: together they stream along the source's rows
+    int p = get_global_id(0), k0 = get_global_id(1) * ${kb}, b = get_global_id(2);
+% else:
+    int k0 = get_global_id(0) * ${kb}, p = get_global_id(1), b = get_global_id(2);
+% endif
+    if (k0 >= K || p * ${R} >= L) return;
+    I ls = ls_, ks = ks_;
+    __global const ${dt}* s = S + s_off + (I)b * s_bs + (I)(p * ${R}) * ls + (I)k0 * ks;
+    __global ${acc}* d = P + (I)b * p_bs + ((I)p * K + k0) * ${R};
+    int nl = L - p * ${R};
+    if (nl >= ${R} && k0 + ${kb} <= K) {
+% if contig == "k":
+% for r in range(R):
+% for q in range(kb):
+        d[${q * R + r}] = ${ld("s", "(I)%d * %s + %d" % (r, ls, q))};
+% endfor
+% endfor
+% else:
+% for q in range(kb):
+% for r in range(R):
+        d[${q * R + r}] = ${ld("s", "(I)%d * %s + (I)%d * %s" % (q, ks, r, ls))};
+% endfor
+% endfor
+% endif
+    } else {
+        for (int q = 0; q < ${kb} && k0 + q < K; q++)
+            for (int r = 0; r < ${R}; r++)
+                d[q * ${R} + r] = r < nl ? ${ld("s", "(I)q * %s + (I)r * %s" % (ks, ls))} : (${acc})0;
+    }
+}
+
+% elif use_local == 0:
 <%
     NR = nv * vw
     vt = acc + (str(vw) if vw > 1 else "")
@@ -64,40 +111,6 @@ typedef ${idx} I;
     from types import SimpleNamespace
     g = SimpleNamespace(ld=ld, ldv=ldv, st=st, stv=stv, lane=lane, NR=NR, vt=vt)
 %>
-% if a_mode == "packed":
-// Ap[b][p][k][r] = A[b][p*mr + r][k], zero for rows >= M.  One work-item per element:
-// x = k*mr + r, y = panel p, z = batch.
-__kernel void gemm_pack_a(__global const ${dt}* A, I a_off, I a_rs, I a_cs, I a_bs,
-                          int M, int K, __global ${acc}* Ap, I ap_bs)
-{
-    int x = get_global_id(0);
-    if (x >= K * ${mr}) return;
-    int p = get_global_id(1), b = get_global_id(2);
-    int k = x / ${mr}, r = x - k * ${mr};
-    int i = p * ${mr} + r;
-    ${acc} v = (${acc})0;
-    if (i < M) v = ${ld("A", "a_off + (I)b * a_bs + (I)i * a_rs + (I)k * a_cs")};
-    Ap[(I)b * ap_bs + (I)p * K * ${mr} + x] = v;
-}
-% endif
-
-% if b_mode == "packed":
-// Bp[b][p][k][c] = B[b][k][p*nr + c], zero for columns >= N.  One work-item per element:
-// x = k*nr + c, y = panel p, z = batch.
-__kernel void gemm_pack_b(__global const ${dt}* B, I b_off, I b_rs, I b_cs, I b_bs,
-                          int K, int N, __global ${acc}* Bp, I bp_bs)
-{
-    int x = get_global_id(0);
-    if (x >= K * ${NR}) return;
-    int p = get_global_id(1), b = get_global_id(2);
-    int k = x / ${NR}, c = x - k * ${NR};
-    int j = p * ${NR} + c;
-    ${acc} v = (${acc})0;
-    if (j < N) v = ${ld("B", "b_off + (I)b * b_bs + (I)k * b_rs + (I)j * b_cs")};
-    Bp[(I)b * bp_bs + (I)p * K * ${NR} + x] = v;
-}
-% endif
-
 <%def name="micro(g, kstart, kend)">
 ## The micro-kernel: c{r}_{v} += A[i0+r][k] * B[k][j0 + v*vw ...] for k in [kstart, kend).
 ## Expects pointers a0..a{mr-1} (strided) or ap (packed) and bp, all positioned at k = kstart.

@@ -82,7 +82,7 @@ def _run(rt, M, N, K, dt=np.float32, la="row", lb="row", lc="row", alpha=1.0, be
     np.testing.assert_array_equal(out[mask], fc_before[mask])
 
 
-SHAPES = [(37, 53, 29), (1, 1, 1), (1, 17, 5), (13, 1, 7), (7, 9, 1), (65, 33, 130), (24, 32, 16)]
+SHAPES = [(37, 53, 29), (1, 1, 1), (1, 17, 5), (13, 1, 7), (7, 9, 1), (65, 33, 130), (24, 32, 16), (70, 300, 20)]
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
@@ -176,6 +176,8 @@ def test_register_paths(rt, gemm_profile, row):
     _run(rt, 29, 48, 31, np.float32)
     _run(rt, 29, 48, 31, np.float32, la="col", lb="col", alpha=0.5, beta=2.0, batch=2)
     _run(rt, 13, 21, 10, np.float64, la="strided", lb="row", batch=2)
+    # more panels than a pack work-group: the launch grid is padded past the last panel
+    _run(rt, 130, 150, 20, np.float32, la="col", lb="row")
 
 
 def test_local_memory_path(rt, gemm_profile):

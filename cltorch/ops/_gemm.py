@@ -49,9 +49,26 @@ _DEFAULT_REG = {"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8, "a_mode": "strided"
                 "ku": 0, "pack_local": 64}
 _DEFAULT_LOCAL = {"lx": 16, "ly": 16, "mr": 4, "nr": 4, "tk": 16}
 
-# The template is rendered with strict_undefined, so the other path's names get fixed dummy values.
-_UNUSED_REG = {"lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0}
-_UNUSED_LOCAL = {"nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0, "kc": 0, "tm": 0}
+# The template is rendered with strict_undefined, so every name it uses gets a value; those of the other
+# kernels keep these fixed dummies (which also keeps the program cache keys small in number).
+_ALL_PARAMS = {"kind": "main", "use_local": 0, "mr": 0, "nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0,
+               "kc": 0, "tm": 0, "lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0,
+               "lanes_n": 0, "kb": 0, "contig": ""}
+
+
+def _params(**kw):
+    p = dict(_ALL_PARAMS)
+    p.update(kw)
+    return p
+
+
+def _contig(lane_stride, k_stride):
+    """Which direction of an operand to pack is contiguous: "lane", "k" or "" (neither)."""
+    if lane_stride == 1:
+        return "lane"
+    if k_stride == 1:
+        return "k"
+    return ""
 
 _DTYPES = {np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
            np.dtype(np.float16): ("half", "float")}
@@ -244,24 +261,35 @@ class _Plan:
             big = True
         idx = "long" if big else "int"
         it = _I64 if big else _I32
-        params = dict(dt=dts, acc=acc, idx=idx, use_local=0, mr=mr, nv=nv, vw=vw, a_mode=a_mode, b_mode=b_mode,
-                      ku=int(cfg.get("ku", 0)), kc=kc, tm=tm, **_UNUSED_REG)
+        params = _params(dt=dts, acc=acc, idx=idx, use_local=0, mr=mr, nv=nv, vw=vw, a_mode=a_mode,
+                         b_mode=b_mode, ku=int(cfg.get("ku", 0)), kc=kc, tm=tm)
         self.params = params
         self.steps = []   # (kernel, gsize, lsize, arg builder)
-        pl = int(cfg.get("pack_local", 64))
-        self.pack_a = self.pack_b = None      # (kernel, gsize, lsize, stride args, temp bytes)
+        pl = int(cfg.get("pack_local", 16))
+        kb = int(cfg.get("pack_k", 8))
+        self.pack_a = self.pack_b = None      # (kernel, gsize, lsize, args after the source, temp bytes)
         self.tmp_bytes = 0
+        pack_types = [None, it, it, it, it, _I32, _I32, None, it]
+        nkb = _cdiv(K, kb)
+
+        def pack_geometry(contig, panels):
+            if contig == "lane":                  # dim 0 runs over panels (see the template)
+                l0 = max(1, min(pl, panels))
+                return (_round_up(panels, l0), nkb, batch), (l0, 1, 1)
+            l0 = max(1, min(pl, nkb))
+            return (_round_up(nkb, l0), panels, batch), (l0, 1, 1)
+
         if a_mode == "packed" and K > 0:
-            k = rt.kernel(_TEMPLATE, "gemm_pack_a", [None, it, it, it, it, _I32, _I32, None, it], **params)
-            l0 = min(pl, K * mr)
-            self.pack_a = (k, (_round_up(K * mr, l0), Mp, batch), (l0, 1, 1), (a_rs, a_cs, a_bs, M, K),
-                           batch * ap_bs * asize)
+            ct = _contig(a_rs, a_cs)
+            k = rt.kernel(_TEMPLATE, "gemm_pack", pack_types,
+                          **_params(kind="pack", dt=dts, acc=acc, idx=idx, lanes_n=mr, kb=kb, contig=ct))
+            self.pack_a = (k, *pack_geometry(ct, Mp), (a_rs, a_cs, a_bs, M, K), batch * ap_bs * asize)
             self.tmp_bytes += batch * ap_bs * asize
         if b_mode == "packed" and K > 0:
-            k = rt.kernel(_TEMPLATE, "gemm_pack_b", [None, it, it, it, it, _I32, _I32, None, it], **params)
-            l0 = min(pl, K * nr)
-            self.pack_b = (k, (_round_up(K * nr, l0), Np, batch), (l0, 1, 1), (b_rs, b_cs, b_bs, K, N),
-                           batch * bp_bs * asize)
+            ct = _contig(b_cs, b_rs)
+            k = rt.kernel(_TEMPLATE, "gemm_pack", pack_types,
+                          **_params(kind="pack", dt=dts, acc=acc, idx=idx, lanes_n=nr, kb=kb, contig=ct))
+            self.pack_b = (k, *pack_geometry(ct, Np), (b_cs, b_rs, b_bs, N, K), batch * bp_bs * asize)
             self.tmp_bytes += batch * bp_bs * asize
         km = rt.kernel(_TEMPLATE, "gemm_main",
                        [None, it, it, it, it, None, it, it, it, None, it, it, it, it, _I32, _I32, _I32, _I32,
@@ -310,8 +338,8 @@ class _Plan:
             tk //= 2
         idx = "long" if big else "int"
         it = _I64 if big else _I32
-        params = dict(dt=dts, acc=acc, idx=idx, use_local=1, lx=lx, ly=ly, mr=mr, nr=nr, tk=tk,
-                      a_kfast=int(a[2] == 1), b_kfast=int(b[1] == 1), **_UNUSED_LOCAL)
+        params = _params(dt=dts, acc=acc, idx=idx, use_local=1, lx=lx, ly=ly, mr=mr, nr=nr, tk=tk,
+                         a_kfast=int(a[2] == 1), b_kfast=int(b[1] == 1))
         self.params = params
         km = rt.kernel(_TEMPLATE, "gemm_main",
                        [None, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32, _I32, _I32,
