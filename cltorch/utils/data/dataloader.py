@@ -172,9 +172,9 @@ class DataLoader:
     0.11-0.34 s with forkserver and 1.9-2.5 s with spawn; the fork server itself starts once per process
     (~2.3 s: it imports cltorch, never the user's ``__main__``, so user code that touches OpenCL at
     import time cannot poison it). When ``__getitem__`` does tensor arithmetic, each worker's first op adds
-    its OpenCL context and two program loads from the on-disk kernel cache (0 builds): +0.6-0.9 s to
+    its OpenCL context and two program loads from the on-disk kernel cache (0 builds): +0.6-1.1 s to
     the first batch. ``persistent_workers=True`` pays that once per loader; the next epoch's first batch
-    then takes 0.01-0.07 s. (b) would save those start-up costs, but it needs a host implementation of
+    then takes 0.01-0.25 s. (Ranges: repeated runs on a shared, loaded machine.) (b) would save those start-up costs, but it needs a host implementation of
     every op a transform may call, which cltorch does not have: any op without one would hang or raise in
     a forked worker, while a clean worker runs every op. Every cpu op that runs on OpenCL pays a kernel
     launch and a queue sync (0.1-0.5 ms each on PoCL, against about 21 us per sample for torch's whole
