@@ -111,6 +111,15 @@ def test_batched_and_broadcast(rt, dt):
     _run(rt, 6, 16, 8, dt, la="bcast", lb="strided", batch=5)
 
 
+@pytest.mark.parametrize("M", [1, 3])
+def test_small_m_with_transposed_b(rt, M):
+    """x @ W.T with a small batch runs as the transposed product (W read in place)."""
+    _run(rt, M, 40, 37, np.float32, lb="col", alpha=0.5, beta=1.0)
+    _run(rt, M, 24, 16, np.float64, lb="col", lc="strided", batch=2)
+    key = [k for k in _gemm._plans if k[2:6] == (M, 24, 16, 2)][-1]
+    assert isinstance(_gemm._plans[key], _gemm._Swapped)
+
+
 @pytest.mark.parametrize("alpha,beta", [(0.5, 2.0), (0.0, 1.5), (-1.0, 1.0), (3.0, 0.0)])
 def test_alpha_beta(rt, alpha, beta):
     _run(rt, 17, 24, 13, np.float32, alpha=alpha, beta=beta)

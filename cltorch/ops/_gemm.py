@@ -185,10 +185,39 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32):
                b_off & 15, c_off & 15, (a_off | b_off | c_off) >> 30)
         plan = _plans.get(key)
         if plan is None:
-            plan = _Plan(rt, np.dtype(dtype), M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
-                         (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs))
+            plan = _make_plan(rt, np.dtype(dtype), M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
+                              (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs))
             _plans[key] = plan
     plan.run(a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta)
+
+
+def _make_plan(rt, dt, M, N, K, batch, a, b, c):
+    """A plan for the product, or for its transpose ``C^T = B^T A^T`` when that reads better.
+
+    The register-blocked kernel wants B with unit column stride (read in place) or packs B. When A has
+    fewer rows than one tile and B is stored transposed (unit row stride: the weight of a linear
+    layer, ``x @ W.T`` with a small batch), packing B would copy the big operand to multiply it once;
+    the transposed product reads it in place as its A operand instead and packs only the small one.
+    """
+    if dt in _DTYPES and M > 0 and N > 0 and batch > 0:
+        cfg = choose_config(rt.profile, dt, M, N, K)
+        if not cfg["local"] and M < int(cfg["mr"]) and b[1] == 1 and b[2] != 1 and N > M:
+            inner = _Plan(rt, dt, N, M, K, batch, (b[0], b[2], b[1], b[3]), (a[0], a[2], a[1], a[3]),
+                          (c[0], c[2], c[1], c[3]))
+            return _Swapped(inner)
+    return _Plan(rt, dt, M, N, K, batch, a, b, c)
+
+
+class _Swapped:
+    """Runs a plan made for ``C^T = B^T A^T`` with the operands' roles exchanged."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.params = inner.params
+        self.main = inner.main
+
+    def run(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
+        self.inner.run(b_buf, b_off, a_buf, a_off, c_buf, c_off, alpha, beta)
 
 
 class _Plan:
