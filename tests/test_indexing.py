@@ -516,3 +516,48 @@ def test_cpu_data_movement_needs_no_opencl(tmp_path):
                        cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     assert r.returncode == 0, r.stderr + r.stdout
     assert "[[8, 9, 10, 11], [0, 1, 2, 3]]" in r.stdout
+
+
+@on_devices
+def test_zero_size_and_zero_dim_shapes(device):
+    s = T(2.5, device)
+    e = torch.zeros(0, 3, device=device)
+    none = torch.zeros(0, dtype=torch.int64, device=device)
+    x = torch.zeros(3, 4, device=device)
+    assert x.index_select(0, none).shape == (0, 4)
+    assert x[none].shape == (0, 4) and x[:, none].shape == (3, 0)
+    assert s.index_select(0, T(0, device)).shape == ()
+    assert s.gather(0, T(0, device)).shape == () and s.gather(0, T(0, device)).item() == 2.5
+    assert torch.take(s, T(0, device)).shape == ()
+    assert s.scatter(0, T(0, device), T(1.0, device)).item() == 1.0
+    assert e.gather(0, torch.zeros(0, 3, dtype=torch.int64, device=device)).shape == (0, 3)
+    assert e[e > 0].shape == (0,) and torch.masked_select(e, e > 0).shape == (0,)
+    assert torch.nonzero(e).shape == (0, 2)
+    z = torch.zeros(3, device=device)
+    z.index_put_((none,), torch.zeros(0, device=device), accumulate=True)
+    z.scatter_add_(0, none, torch.zeros(0, device=device))
+    z[z > 5] = 1.0
+    assert z.tolist() == [0, 0, 0]
+
+
+@settings(deadline=None, derandomize=True, max_examples=15)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), seed=st.integers(0, 10 ** 6))
+def test_hypothesis_setitem_matches_numpy(shape, seed):
+    r = np.random.default_rng(seed)
+    a = r.standard_normal(shape).astype(np.float32)
+    d = int(r.integers(0, len(shape)))
+    idx = [slice(None)] * len(shape)
+    idx[d] = r.integers(-shape[d], shape[d], size=int(r.integers(1, 4))).tolist()
+    if len(shape) > 1 and r.random() < 0.5:
+        d2 = (d + 1 + int(r.integers(0, len(shape) - 1))) % len(shape)
+        idx[d2] = r.random(shape[d2]) > 0.5 if r.random() < 0.5 else r.integers(0, shape[d2], size=1).tolist()
+    npidx = tuple(np.asarray(i) if isinstance(i, list) else i for i in idx)
+    try:
+        want = a.copy()
+        want[npidx] = 7.0
+    except IndexError:
+        return
+    for device in DEVICES:
+        x = T(a, device)
+        x[tuple(T(i, device) if isinstance(i, np.ndarray) else i for i in npidx)] = 7.0
+        np.testing.assert_array_equal(x.cpu().numpy(), want)

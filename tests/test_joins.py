@@ -183,3 +183,16 @@ def test_cat_gradient_skips_integer_inputs(device):
     r = torch.cat([x, T([3], device)])
     (r * T([1.0, 2.0, 3.0], device)).sum().backward()
     assert x.grad.tolist() == [1.0, 2.0]
+
+
+@on_devices
+def test_zero_size_and_zero_dim(device):
+    s = T(2.5, device)
+    e = torch.zeros(0, 3, device=device)
+    assert torch.cat([e, e]).shape == (0, 3) and torch.cat([e, e], 1).shape == (0, 6)
+    assert torch.stack([s, s]).tolist() == [2.5, 2.5]
+    assert s.repeat(3).tolist() == [2.5] * 3 and s.repeat(2, 1).shape == (2, 1)
+    assert torch.flip(s, []).item() == 2.5 and torch.roll(s, 1).item() == 2.5
+    assert torch.flip(e, [0, 1]).shape == (0, 3) and torch.roll(e, 2, 1).shape == (0, 3)
+    assert torch.tril(e).shape == (0, 3) and e.repeat(2, 2).shape == (0, 6)
+    assert torch.repeat_interleave(s, 2).tolist() == [2.5, 2.5]

@@ -198,3 +198,15 @@ def test_gradcheck_sort_topk_cum(device):
 def test_gradgradcheck_cumsum(device):
     x = T(rng.standard_normal((2, 3)), device, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda a: torch.cumsum(a, 1) ** 2, (x,))
+
+
+@on_devices
+def test_zero_size_and_zero_dim(device):
+    s = T(2.5, device)
+    assert torch.topk(T([1.0, 2.0], device), 0).values.shape == (0,)
+    assert torch.cummax(s, 0).values.shape == () and torch.cummax(s, 0).indices.item() == 0
+    assert torch.argsort(s).shape == () and torch.kthvalue(s, 1).values.item() == 2.5
+    e = torch.zeros(2, 0, device=device)
+    assert torch.cumsum(e, 1).shape == (2, 0) and torch.cumprod(e, 0).shape == (2, 0)
+    assert torch.sort(e, 1).indices.shape == (2, 0) and torch.cummin(e, 1).indices.shape == (2, 0)
+    assert torch.unique(torch.zeros(0, device=device)).shape == (0,)

@@ -29,7 +29,7 @@ accumulating ops run the kernels on the host's OpenCL device.
 import numpy as np
 
 from .. import _dtype as D
-from .._dispatch import call, register, is_grad_enabled
+from .._dispatch import call, register
 from .._storage import Storage
 from .._tensor import Tensor
 from ._util import method
@@ -58,17 +58,14 @@ def _is_host(*ts):
 
 def _tensor_from_host(arr, device):
     """A new tensor owning a contiguous copy of a numpy array (no OpenCL for cpu)."""
-    arr = np.ascontiguousarray(arr)
-    if arr.dtype == np.bool_:
-        pass
-    flat = np.array(arr.reshape(-1), copy=True)
+    arr = np.asarray(arr)
+    flat = np.array(arr.reshape(-1), copy=True)       # (np.ascontiguousarray would turn 0-d into 1-d)
     return Tensor._make(Storage.from_host(flat, device), arr.shape)
 
 
 def _host(t):
     """numpy view of a cpu tensor's values (bool as np.bool_)."""
-    a = t._host_view()
-    return a
+    return t._host_view()
 
 
 def _wrap_dim(x, dim):
@@ -235,7 +232,7 @@ def _compact_kernel(rt, kernel, cmode, mt, vt, R):
     return k
 
 
-def _compact(cmode, mask, shape, vals=None, self_=None, src=None, out_dtype=None):
+def _compact(cmode, mask, shape, vals=None, self_=None, src=None):
     """Stream compaction over the elements of ``mask`` (broadcast to ``shape``), in row-major order.
 
     cmode "coords": (count, ndim) int64 coordinates of the non-zero elements (nonzero);
@@ -291,7 +288,7 @@ def _compact(cmode, mask, shape, vals=None, self_=None, src=None, out_dtype=None
         return res
     vt = "" if cmode == "coords" else _MOVE_T[res.dtype.itemsize]
     kk = _compact_kernel(rt, "compact", cmode, mt, vt, R)
-    # exclusive prefix: incl - counts, computed in the kernel's launch argument as a separate buffer
+    # exclusive prefix of the chunk counts: where each chunk starts writing
     from .pointwise import sub_raw
     excl = sub_raw(incl, counts)
     args = [mask._storage.cl_buffer(), mask._offset, excl._storage.cl_buffer()]
@@ -370,14 +367,6 @@ def _expand_adv(x, adv):
             _check_index_dtype(t, "index")
             per[d] = _long_on(t, x.device)
     return per
-
-
-def _normalize_per(x, per):
-    """Validate a per-dim index list (None or tensors); masks are expanded to coordinates."""
-    adv = [(d, t) for d, t in enumerate(per) if t is not None]
-    if len(per) > x.dim():
-        raise IndexError(f"too many indices for tensor of dimension {x.dim()} (got {len(per)})")
-    return _expand_adv(x, adv)
 
 
 def _adv_geometry(x, per):
