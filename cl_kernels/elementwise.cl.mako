@@ -26,16 +26,39 @@ __kernel void ew(__global ${out_type}* out, long out_off
     )
 {
     long gid = get_global_id(0);
+% if rank != 0:
     if (gid >= n) return;
+% endif
 % if rank == 0:
-    long o = out_off + gid;
+## contiguous fast path: each work-item does `epi` consecutive elements (a fixed-trip loop the compiler
+## vectorises on CPU devices), with a guarded tail
+    long start = gid * ${epi};
+    if (start + ${epi} <= n) {
+% if vw > 1:
+## vector path: operands aligned to vw elements, expression valid on vector types (checked by the launcher)
+        for (int j = 0; j < ${epi}; j += ${vw}) {
+            long e = start + j;
 % for i, (kind, st, ct) in enumerate(operands):
 % if kind == "t":
-    ${ct} x${i} = (${ct})in${i}[off${i} + gid];
+            ${ct}${vw} x${i} = *(__global const ${ct}${vw}*)(in${i} + off${i} + e);
 % else:
-    ${ct} x${i} = s${i};
+            ${ct} x${i} = s${i};
 % endif
 % endfor
+            *(__global ${out_type}${vw}*)(out + out_off + e) = ${expr};
+        }
+% else:
+        for (int j = 0; j < ${epi}; ++j) {
+            long e = start + j;
+${elem("e")}
+        }
+% endif
+    } else {
+        for (long e = start; e < n; ++e) {
+${elem("e")}
+        }
+    }
+}
 % else:
     long rem = gid, id;
     long o = out_off;
@@ -60,10 +83,25 @@ __kernel void ew(__global ${out_type}* out, long out_off
     ${ct} x${i} = s${i};
 % endif
 % endfor
-% endif
 % if to_bool:
     out[o] = (${out_type})((${expr}) != 0);
 % else:
     out[o] = (${out_type})(${expr});
 % endif
 }
+% endif
+
+<%def name="elem(idx)">
+% for i, (kind, st, ct) in enumerate(operands):
+% if kind == "t":
+            ${ct} x${i} = (${ct})in${i}[off${i} + ${idx}];
+% else:
+            ${ct} x${i} = s${i};
+% endif
+% endfor
+% if to_bool:
+            out[out_off + ${idx}] = (${out_type})((${expr}) != 0);
+% else:
+            out[out_off + ${idx}] = (${out_type})(${expr});
+% endif
+</%def>

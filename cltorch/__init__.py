@@ -47,7 +47,6 @@ def is_nonzero(t):
 
 import builtins as _builtins  # noqa: E402
 builtins_bool = _builtins.bool
-from . import nn  # noqa: E402,F401
 
 
 _compile_noted = [False]

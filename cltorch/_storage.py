@@ -38,7 +38,7 @@ class Storage:
     def empty(cls, size, dtype, device):
         size = int(size)
         if device.type == "cpu":
-            return cls(device, dtype, size, host=np.empty(size, dtype=dtype.np))
+            return cls(device, dtype, size, host=aligned_empty(size, dtype.np))
         rt = backend.runtime(device.index)
         _check_caps(dtype, rt)
         nbytes = size * dtype.itemsize
@@ -111,6 +111,17 @@ class Storage:
             import pyopencl as cl
             cl.enqueue_copy(self._rt.queue, self.buf, array, dst_offset=offset * self.dtype.itemsize,
                             is_blocking=True)
+
+
+HOST_ALIGN = 128   # bytes: vector loads in kernels (float8 and wider) need their natural alignment
+
+
+def aligned_empty(n, npdtype, align=HOST_ALIGN):
+    """An uninitialised 1-D numpy array of ``n`` elements whose data starts on an ``align``-byte boundary."""
+    npdtype = np.dtype(npdtype)
+    raw = np.empty(n * npdtype.itemsize + align, dtype=np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + n * npdtype.itemsize].view(npdtype)
 
 
 def _check_caps(dtype, rt):

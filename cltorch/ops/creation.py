@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._device import canonical
-from .._storage import Storage, check_caps
+from .._storage import Storage, aligned_empty, check_caps
 from .._tensor import Tensor
 from ._util import method, size_args
 from .pointwise import full_like_value
@@ -77,7 +77,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         arr = _to_array(data, dt)
     check_caps(dt, device)
     arr = np.asarray(arr != 0 if (dt is D.bool and arr.dtype != np.bool_) else arr, dtype=dt.np)
-    flat = np.array(arr.reshape(-1), dtype=dt.np, copy=True)
+    flat = aligned_empty(arr.size, dt.np)
+    flat[...] = arr.reshape(-1)
     t = Tensor._make(Storage.from_host(flat, device), arr.shape)
     return _finish(t, requires_grad)
 

@@ -97,6 +97,30 @@ def _bstrides(t, shape):
 _kernels = {}
 
 
+_VEC_UNSAFE = ("?", "<", ">", "=", "!", "&&", "||", "_f(", "_d(", "_l(", "_i(", "(float)", "(double)", "(long)",
+               "(int)", "(uchar)", "isnan", "isinf", "isfinite", "signbit", "%", "&", "|", "^", "~", "rint",
+               "trunc", "floor", "ceil", "fabs", "copysign", "fmod", "pow(", "atan2", "hypot", "fmax", "fmin")
+
+
+def _vector_safe(expr, spec, out_dtype):
+    """True when ``expr`` means the same on vector types: float arithmetic and math functions only, every tensor
+    operand already in the compute type, and the output of that type (no casts, comparisons or selects)."""
+    if out_dtype not in (D.float32, D.float64):
+        return False
+    for kind, st, ct in spec:
+        if ct != out_dtype.cl or (kind == "t" and st != ct):
+            return False
+    return not any(tok in expr for tok in _VEC_UNSAFE)
+
+
+def _aligned(t, vw):
+    """Vector loads need the element offset, and the host address for cpu tensors, aligned to vw elements."""
+    if t._offset % vw:
+        return False
+    h = t._storage.host
+    return h is None or h.ctypes.data % (vw * t.dtype.itemsize) == 0
+
+
 def sync_if_exposed(storages):
     for st in storages:
         if st.exposed and st.host is not None:
@@ -146,7 +170,13 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     if rank <= 1 and all((len(s) == 0 or s[0] == 1) for s in cstr):
         rank = 0
     rt = out._storage.runtime()
-    key = (expr, tuple(spec), out_dtype.cl, out_dtype is D.bool, rank, rt.index)
+    vw = 0
+    if rank == 0 and _vector_safe(expr, spec, out_dtype):
+        vw = rt.profile.get_value("elementwise", "vector_width", 1)
+        if vw > 1 and not all(_aligned(t, vw) for t in [out] + tens):
+            vw = 0
+        vw = vw if vw > 1 else 0
+    key = (expr, tuple(spec), out_dtype.cl, out_dtype is D.bool, rank, rt.index, vw)
     entry = _kernels.get(key)
     if entry is None:
         types = {out_dtype.cl} | {s[1] for s in spec} | {s[2] for s in spec}
@@ -154,11 +184,15 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         for kind, st, ct in spec:
             argd += [None, np.int64] if kind == "t" else [_NP_SCALAR[ct]]
         argd += [np.int64] * (1 + rank + rank * (1 + len(tens)))
+        epi = rt.profile.get_value("elementwise", "elems_per_item", 1) if rank == 0 else 1
+        if vw:
+            epi = max(vw, (epi // vw) * vw)
         k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=out_dtype.cl,
-                      expr=expr, rank=rank, to_bool=out_dtype is D.bool, types=tuple(sorted(types)))
+                      expr=expr, rank=rank, to_bool=out_dtype is D.bool, types=tuple(sorted(types)), epi=epi,
+                      vw=vw)
         ls = rt.profile.get_value("elementwise", "local_size", 64)
-        entry = _kernels[key] = (k, ls)
-    k, ls = entry
+        entry = _kernels[key] = (k, ls, epi)
+    k, ls, epi = entry
     args = [out._storage.cl_buffer(), out._offset]
     for x, (kind, st, ct) in zip(ops, spec):
         if kind == "t":
@@ -171,7 +205,8 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         for d in range(rank):
             for st in cstr:
                 args.append(st[d])
-    gs = ((n + ls - 1) // ls) * ls
+    items = (n + epi - 1) // epi
+    gs = ((items + ls - 1) // ls) * ls
     rt.launch(k, (gs,), (ls,), *args)
     if out._storage.host is not None or any(t._storage.host is not None for t in tens):
         rt.synchronize()   # cpu tensors: synchronous, so numpy views and host memory are never stale

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .._device import canonical
 from .._dispatch import call, register, is_grad_enabled
-from .._storage import Storage, check_caps
+from .._storage import Storage, aligned_empty, check_caps
 from .._tensor import Tensor, contiguous_strides
 from ._util import method, size_args
 from .elementwise import pointwise, broadcast_shapes
@@ -305,7 +305,14 @@ def _view_scatter_fwd(ctx, g, shape, fn):
     from .pointwise import full_like_value
     full_like_value(z, 0)
     v = fn(z)
-    pointwise("x0", [g], v.dtype, v.dtype if v.dtype is not D.float16 else D.float32, out=v)
+    if v._overlaps():
+        # overlapping windows (unfold with step < size, as_strided): gradients must add up, so scatter-add
+        # through the linear index each view element has in z
+        from .creation import arange
+        lin = fn(arange(z.numel(), device=z.device).view(z._shape))
+        z.view(-1).index_add_(0, lin.reshape(-1), g.reshape(-1))
+    else:
+        pointwise("x0", [g], v.dtype, v.dtype if v.dtype is not D.float16 else D.float32, out=v)
     if ctx is not None:
         ctx.fn = fn
     return z
@@ -450,9 +457,8 @@ def _materialize(x, dtype=None, device=None):
         a = x._host_view()
         if dtype is D.bool and x.dtype is not D.bool:
             a = a != 0
-        arr = np.ascontiguousarray(a, dtype=dtype.np).reshape(-1)
-        if arr is a or np.shares_memory(arr, x._storage.host):
-            arr = arr.copy()
+        arr = aligned_empty(a.size, dtype.np)
+        arr.reshape(a.shape)[...] = a
         return Tensor._make(Storage.from_host(arr, device), x._shape)
     if x.device == device:
         ct = D.float32 if dtype is D.float16 else (dtype if dtype.is_floating_point else
