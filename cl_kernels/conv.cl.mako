@@ -64,17 +64,21 @@ __kernel void conv_prep_w(__global const ${dt}* W, I w_off, I w_gs, I w_ci, I w_
 % for tr in (0, 1):
 <% name = "conv_direct_t" if tr else "conv_direct" %>
 // ${"transposed (adjoint) direction" if tr else "forward direction"}: out [N, G*CO, OH, OW] contiguous at
-// y_off; in read through its strides; (H, W) is in's spatial size. Work-item: (position block, channel
-// block, n*G + g).
+// y_off; in read through its strides; (H, W) is in's spatial size. Work-item: (position block of ${mr} of NB,
+// channel block of ${NR} of NCB, n*G + g of NGt) on a flat range.
 __kernel void ${name}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                           __global const ${dt}* WT, __global ${dt}* Y, I y_off, __global const ${dt}* Z,
                           int G, int CI, int CO, int H, int W, int OH, int OW, int KH, int KW,
-                          int sh, int sw, int ph, int pw, int dh, int dw, int Opad)
+                          int sh, int sw, int ph, int pw, int dh, int dw, int Opad, int NB, int NCB, int NGt)
 {
-    int pb = get_global_id(0), cb = get_global_id(1), ng = get_global_id(2);
+    // flat range: position block fastest, then channel block, then n*G + g
+    I gid = get_global_id(0);
+    int pb = (int)(gid % NB);
+    I t = gid / NB;
+    int cb = (int)(t % NCB), ng = (int)(t / NCB);
+    if (ng >= NGt) return;
     int P = OH * OW;
     int p0 = pb * ${mr};
-    if (p0 >= P) return;
     int n = ng / G, g = ng - n * G;
     int K = KH * KW * CI;
     __global const ${dt}* xb = X + x_off + (I)n * x_sn + (I)(g * CI) * x_sc;
@@ -137,61 +141,39 @@ __kernel void ${name}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, 
 }
 % endfor
 
-// col[n, g, k, p] = x[n, g*CI + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (zero outside), k = (c*KH + i)*KW + j.
-// Work-item: (p, k, n*G + g), n counted from the chunk start (x_off and c_off point at the chunk).
-// Rows k in [K, Kp) (K = CI*KH*KW) are filled too: row K with ones_row (a row of ones gives the bias gradient
-// in conv_wgrad), the rest with zeros. Launch over Kp rows.
+// col[n, g, k, p] = x[n, g*CI + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] (zero outside), k = (c*KH + i)*KW + j,
+// stored at c_off + n*c_sn + g*c_sg + k*c_sk + p*c_sp. Rows k in [K, Kp) (K = CI*KH*KW) are filled too: row K
+// with ones_row (a row of ones makes conv_wgrad produce the bias gradient), the rest with zeros.
+// One work-item per (n, g, p) writes its Kp values (few, large work-groups); n counts from the chunk start
+// (x_off and c_off point at the chunk). Flat range over NG*P, NG = chunk size * G.
 __kernel void im2col(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                      __global ${dt}* Col, I c_off, I c_sn, I c_sg, I c_sk, I c_sp,
                      int G, int CI, int H, int W, int OH, int OW, int KH, int KW,
-                     int sh, int sw, int ph, int pw, int dh, int dw, int Kp, int ones_row)
+                     int sh, int sw, int ph, int pw, int dh, int dw, int Kp, int ones_row, int NG)
 {
-    int p = get_global_id(0), k = get_global_id(1), ng = get_global_id(2);
-    int K = CI * KH * KW;
-    if (p >= OH * OW || k >= Kp) return;
-    int n = ng / G, g = ng - n * G;
-    ${dt} v = (${dt})0;
-    if (k < K) {
-        int cc = k / (KH * KW), t = k - cc * (KH * KW);
-        int i = t / KW, j = t - i * KW;
-        int oh = p / OW, ow = p - oh * OW;
-        int ih = oh * sh - ph + i * dh, iw = ow * sw - pw + j * dw;
-        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-            v = X[x_off + (I)n * x_sn + (I)(g * CI + cc) * x_sc + (I)ih * x_sh + (I)iw * x_sw];
-    } else if (k == K && ones_row) {
-        v = (${dt})1;
-    }
-    Col[c_off + (I)n * c_sn + (I)g * c_sg + (I)k * c_sk + (I)p * c_sp] = v;
-}
-
-// The same matrix one row (n, g, p) per work-item, k fastest: Col[c_off + g*c_sg + (n*P + p)*Kp + k] for k < Kp
-// (the layout conv_wgrad reads). Work-item: (p, n*G + g).
-__kernel void im2row(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
-                     __global ${dt}* Col, I c_off, I c_sg,
-                     int G, int CI, int H, int W, int OH, int OW, int KH, int KW,
-                     int sh, int sw, int ph, int pw, int dh, int dw, int Kp, int ones_row)
-{
-    int p = get_global_id(0), ng = get_global_id(1);
     int P = OH * OW;
-    if (p >= P) return;
+    I gid = get_global_id(0);
+    int ng = (int)(gid / P), p = (int)(gid - (I)ng * P);
+    if (ng >= NG) return;
     int n = ng / G, g = ng - n * G;
     int oh = p / OW, ow = p - oh * OW;
     int h0 = oh * sh - ph, w0 = ow * sw - pw;
     __global const ${dt}* xb = X + x_off + (I)n * x_sn + (I)(g * CI) * x_sc;
-    __global ${dt}* out = Col + c_off + (I)g * c_sg + ((I)n * P + p) * Kp;
+    __global ${dt}* out = Col + c_off + (I)n * c_sn + (I)g * c_sg + (I)p * c_sp;
+    I k = 0;
     for (int cc = 0; cc < CI; cc++) {
         for (int i = 0; i < KH; i++) {
             int ih = h0 + i * dh;
             int hok = ih >= 0 && ih < H;
             for (int j = 0; j < KW; j++) {
                 int iw = w0 + j * dw;
-                *out++ = (hok && iw >= 0 && iw < W) ? xb[(I)ih * x_sh + (I)iw * x_sw] : (${dt})0;
+                out[k * c_sk] = (hok && iw >= 0 && iw < W) ? xb[(I)ih * x_sh + (I)iw * x_sw] : (${dt})0;
+                k++;
             }
         }
         xb += x_sc;
     }
-    int K = CI * KH * KW;
-    for (int k = K; k < Kp; k++) *out++ = (k == K && ones_row) ? (${dt})1 : (${dt})0;
+    for (int kk = CI * KH * KW; kk < Kp; kk++, k++) out[k * c_sk] = (kk == CI * KH * KW && ones_row) ? (${dt})1 : (${dt})0;
 }
 
 // Weight (and bias) gradient: V[g*CO + o][k] = sum_{n, p} U[n, g*CO + o, p] * Col[g][n*P + p][k] for k < Kw,

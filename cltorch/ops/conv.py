@@ -107,12 +107,11 @@ def _kernels(rt, dt, idx, cfg):
         "prep": lambda: rt.kernel(_TEMPLATE, "conv_prep_w", [None, I, I, I, I, I, I, None, I, I, i32, None]
                                   + [i32] * 5, **params),
         "direct": lambda: rt.kernel(_TEMPLATE, "conv_direct", [None, I, I, I, I, I, None, None, I, None]
-                                    + [i32] * 16, **params),
+                                    + [i32] * 19, **params),
         "direct_t": lambda: rt.kernel(_TEMPLATE, "conv_direct_t", [None, I, I, I, I, I, None, None, I, None]
-                                      + [i32] * 16, **params),
-        "im2col": lambda: rt.kernel(_TEMPLATE, "im2col", [None, I, I, I, I, I, None, I, I, I, I, I] + [i32] * 16,
+                                      + [i32] * 19, **params),
+        "im2col": lambda: rt.kernel(_TEMPLATE, "im2col", [None, I, I, I, I, I, None, I, I, I, I, I] + [i32] * 17,
                                     **params),
-        "im2row": lambda: rt.kernel(_TEMPLATE, "im2row", [None, I, I, I, I, I, None, I, I] + [i32] * 16, **params),
         "wgrad": lambda: rt.kernel(_TEMPLATE, "conv_wgrad", [None, I, I, I, None, I, None, I, None, I, I]
                                    + [i32] * 7, **params),
         "col2im": lambda: rt.kernel(_TEMPLATE, "col2im", [None, I, I, I, I, I, None, I] + [i32] * 14, **params),
@@ -136,7 +135,7 @@ def _config(rt, dt, co):
     vw = int(prof.get_value("conv", "vw_f64" if dt == "double" else "vw", 4 if dt == "double" else 8))
     nv = 1 if co <= vw else int(prof.get_value("conv", "nv", 2))
     mr = int(prof.get_value("conv", "mr", 4))
-    return {"vw": vw, "nv": nv, "mr": mr, "lx": int(prof.get_value("conv", "lx", 8))}
+    return {"vw": vw, "nv": nv, "mr": mr, "lx": int(prof.get_value("conv", "local_size", 16))}
 
 
 def _span(t):
@@ -220,12 +219,15 @@ def _direct(x, w, b, geom, transposed, out_shape):
         H, W, OH, OW = geom.H, geom.W, geom.OH, geom.OW
     P = OH * OW
     nb = _cdiv(P, cfg["mr"])
-    lx = max(1, min(cfg["lx"], nb))
+    ncb = Opad // (cfg["vw"] * cfg["nv"])
+    n = nb * ncb * N * G
+    ls = max(1, min(cfg["lx"], n))
     k = _kernel(rt, dt, idx, cfg, "direct_t" if transposed else "direct")
     sn, sc, sh_, sw_ = x._stride
-    rt.launch(k, (_round_up(nb, lx), Opad // (cfg["vw"] * cfg["nv"]), N * G), (lx, 1, 1),
+    rt.launch(k, (_round_up(n, ls),), (ls,),
               x._storage.cl_buffer(), x._offset, sn, sc, sh_, sw_, wt, y._storage.cl_buffer(), y._offset,
-              _zero_buffer(rt), G, CI, CO, H, W, OH, OW, geom.KH, geom.KW, *geom.launch_args(), Opad)
+              _zero_buffer(rt), G, CI, CO, H, W, OH, OW, geom.KH, geom.KW, *geom.launch_args(), Opad, nb, ncb,
+              N * G)
     tmp.done()
     _finish(rt, x, w, b, y)
     return y
@@ -244,10 +246,11 @@ def _im2col(rt, dt, idx, x, n0, nb, geom, col, c_off, c_sn, c_sg, c_sk, c_sp, cf
     P = geom.OH * geom.OW
     k = _kernel(rt, dt, idx, cfg or _GEMM_CFG, "im2col")
     sn, sc, sh_, sw_ = x._stride
-    lx = min(64, P)
-    rt.launch(k, (_round_up(P, lx), Kp, nb * G), (lx, 1, 1), x._storage.cl_buffer(), x._offset + n0 * sn,
+    n = nb * G * P
+    ls = max(1, min(int(rt.profile.get_value("conv", "im2col_local", 64)), n))
+    rt.launch(k, (_round_up(n, ls),), (ls,), x._storage.cl_buffer(), x._offset + n0 * sn,
               sn, sc, sh_, sw_, col, c_off, c_sn, c_sg, c_sk, c_sp, G, CI, geom.H, geom.W, geom.OH, geom.OW,
-              geom.KH, geom.KW, *geom.launch_args(), Kp, int(ones))
+              geom.KH, geom.KW, *geom.launch_args(), Kp, int(ones), nb * G)
 
 
 _GEMM_CFG = {"vw": 1, "nv": 1, "mr": 1}
@@ -455,11 +458,7 @@ def _direct_conv_w(x, u, geom, wshape, with_bias):
     bt = gb if gb is not None else v
     for n0 in range(0, N, nb):
         m = min(nb, N - n0)
-        sn, sc, sh_, sw_ = x._stride
-        lx = min(64, P)
-        rt.launch(_kernel(rt, dt, idx, cfg, "im2row"), (_round_up(P, lx), m * G), (lx, 1), x._storage.cl_buffer(),
-                  x._offset + n0 * sn, sn, sc, sh_, sw_, col, 0, m * P * Kp, G, CI, geom.H, geom.W, geom.OH,
-                  geom.OW, geom.KH, geom.KW, *geom.launch_args(), Kp, int(with_bias))
+        _im2col(rt, dt, idx, x, n0, m, geom, col, 0, P * Kp, m * P * Kp, 1, Kp, cfg, Kp, with_bias)
         rt.launch(k, (Kp // NR, _cdiv(Og, cfg["mr"]), G), (1, 1, 1), u._storage.cl_buffer(), u._offset + n0 * us[0],
                   us[0], us[1], col, m * P * Kp, v._storage.cl_buffer(), v._offset, bt._storage.cl_buffer(),
                   bt._offset, 1, int(with_bias), m, P, Og, Kg, Kp, int(n0 > 0))
