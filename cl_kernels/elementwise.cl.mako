@@ -60,12 +60,19 @@ ${elem("e")}
     }
 }
 % else:
-    long rem = gid, id;
-    long o = out_off;
+## strided path: work-item (row, chunk) does up to `run` consecutive elements of the innermost collapsed dim,
+## so the div/mod index arithmetic is paid once per run, not once per element
+<% last = rank - 1 %>
+    long inner = size${last};
+    long nch = (inner + ${run} - 1) / ${run};
+    if (gid >= (n / inner) * nch) return;
+    long row = gid / nch, c0 = (gid - row * nch) * ${run};
+    long rem = row, id;
+    long o = out_off + c0 * ostr${last};
 % for i in nt:
-    long p${i} = off${i};
+    long p${i} = off${i} + c0 * str${i}_${last};
 % endfor
-% for d in reversed(range(rank)):
+% for d in reversed(range(last)):
 % if d > 0:
     id = rem % size${d}; rem = rem / size${d};
 % else:
@@ -76,18 +83,21 @@ ${elem("e")}
     p${i} += id * str${i}_${d};
 % endfor
 % endfor
+    long cnt = inner - c0 < ${run} ? inner - c0 : ${run};
+    for (long j = 0; j < cnt; ++j) {
 % for i, (kind, st, ct) in enumerate(operands):
 % if kind == "t":
-    ${ct} x${i} = (${ct})in${i}[p${i}];
+        ${ct} x${i} = (${ct})in${i}[p${i} + j * str${i}_${last}];
 % else:
-    ${ct} x${i} = s${i};
+        ${ct} x${i} = s${i};
 % endif
 % endfor
 % if to_bool:
-    out[o] = (${out_type})((${expr}) != 0);
+        out[o + j * ostr${last}] = (${out_type})((${expr}) != 0);
 % else:
-    out[o] = (${out_type})(${expr});
+        out[o + j * ostr${last}] = (${out_type})(${expr});
 % endif
+    }
 }
 % endif
 

@@ -187,12 +187,13 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         epi = rt.profile.get_value("elementwise", "elems_per_item", 1) if rank == 0 else 1
         if vw:
             epi = max(vw, (epi // vw) * vw)
+        run = rt.profile.get_value("elementwise", "strided_run", 1) if rank else 1
         k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=out_dtype.cl,
                       expr=expr, rank=rank, to_bool=out_dtype is D.bool, types=tuple(sorted(types)), epi=epi,
-                      vw=vw)
+                      vw=vw, run=run)
         ls = rt.profile.get_value("elementwise", "local_size", 64)
-        entry = _kernels[key] = (k, ls, epi)
-    k, ls, epi = entry
+        entry = _kernels[key] = (k, ls, epi, run)
+    k, ls, epi, run = entry
     args = [out._storage.cl_buffer(), out._offset]
     for x, (kind, st, ct) in zip(ops, spec):
         if kind == "t":
@@ -205,7 +206,11 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         for d in range(rank):
             for st in cstr:
                 args.append(st[d])
-    items = (n + epi - 1) // epi
+    if rank:
+        inner = cshape[-1]
+        items = (n // inner) * ((inner + run - 1) // run)
+    else:
+        items = (n + epi - 1) // epi
     gs = ((items + ls - 1) // ls) * ls
     rt.launch(k, (gs,), (ls,), *args)
     if out._storage.host is not None or any(t._storage.host is not None for t in tens):
