@@ -561,3 +561,24 @@ def test_hypothesis_setitem_matches_numpy(shape, seed):
         x = T(a, device)
         x[tuple(T(i, device) if isinstance(i, np.ndarray) else i for i in npidx)] = 7.0
         np.testing.assert_array_equal(x.cpu().numpy(), want)
+
+
+@on_devices
+def test_trusted_indices_skip_the_bounds_read_back(device, monkeypatch):
+    """Indices made by our kernels (max/sort/cummax, mask coordinates) need no read-back; user indices do,
+    and so do ours once modified in place."""
+    reads = []
+    orig = I._check_err
+    monkeypatch.setattr(I, "_check_err", lambda *a: (reads.append(1), orig(*a))[1])
+    x = T(rng.standard_normal((4, 5)), device, requires_grad=True)
+    x.max(dim=1).values.sum().backward()
+    torch.sort(x, 1).values.sum().backward()
+    torch.cummax(x, 1).values.sum().backward()
+    x.detach()[T(np.array([True, False, True, True]), device)]
+    assert reads == []
+    x.detach()[T([0, 3], device)]
+    assert len(reads) == 1
+    idx = torch.sort(x.detach(), 1).indices
+    idx[0, 0] = 9
+    with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 1 with size 5"):
+        x.detach().gather(1, idx)

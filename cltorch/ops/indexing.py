@@ -157,15 +157,34 @@ def _check_err(err, rt, idxs):
         raise IndexError(_bounds_msg(v, dim, size))
 
 
+def _trusted(t):
+    """True for index tensors made by our own kernels (nonzero coordinates, sort/max indices), and not written
+    since (the storage version is unchanged): their values are in range, so no bounds read-back is needed."""
+    v = t.__dict__.get("_in_range")
+    return v is not None and v == t._storage.version
+
+
+def _mark_trusted(t):
+    t.__dict__["_in_range"] = t._storage.version
+    return t
+
+
+_unchecked_err = {}
+
+
 def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None, scalar=None, op="assign",
-                neg=False):
+                neg=False, check=None):
     """Launch the gather/put kernel over ``it_shape``.
 
     mode "gather": ``direct[it] = data[data_st . it + sum_k idx_k[it] * dstride_k]``;
     mode "put": ``data[...] op= direct[it]`` (or the Python scalar ``scalar`` when direct is None).
     idxs: list of (int64 index tensor, its strides over it_shape, size of the indexed dim, stride of data
     along it, dim number for messages). Raises IndexError after the launch when an index is out of range.
+    check: read the bounds flag back (one small synchronous read); by default unless every index tensor is
+    trusted (made in range by our own kernels), so e.g. max/sort backward stays asynchronous.
     """
+    if check is None:
+        check = not all(_trusted(t) for (t, _, _, _, _) in idxs)
     n = _prod(it_shape)
     if n == 0:
         return
@@ -185,7 +204,13 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
     nitems = (n // nl) * ((nl + W - 1) // W)
     inner_ix = any(s[-1] != 0 for s in cstr[(2 if has_a else 1):])
     k = _idx_kernel(rt, mode, dt_cl, floating, op, not has_a, len(idxs), R)
-    err = _err_buffer(data.device)
+    if check:
+        err = _err_buffer(data.device)
+    else:
+        # never read; shared per device (a bounds hit would need a kernel bug)
+        err = _unchecked_err.get(data.device)
+        if err is None:
+            err = _unchecked_err[data.device] = _err_buffer(data.device)
     args = [data._storage.cl_buffer(), data._offset]
     if has_a:
         args += [direct._storage.cl_buffer(), direct._offset]
@@ -205,7 +230,10 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
     args.append(err._storage.cl_buffer())
     ls = _local_size(rt)
     rt.launch(k, (((nitems + ls - 1) // ls) * ls,), (ls,), *args)
-    _check_err(err, rt, idxs)
+    if check:
+        _check_err(err, rt, idxs)
+    elif data._storage.host is not None or (direct is not None and direct._storage.host is not None):
+        rt.synchronize()
 
 
 def _compact_kernel(rt, kernel, cmode, mt, vt, R):
@@ -339,7 +367,8 @@ def _nonzero_tuple(m):
     if m.dim() == 0:
         m = m.reshape(1)
     nz = _nonzero_raw(m)
-    return [nz[:, j] if nz._shape[0] else Tensor._make(nz._storage, (0,), (1,), 0) for j in range(m.dim())]
+    return [_mark_trusted(nz[:, j] if nz._shape[0] else Tensor._make(nz._storage, (0,), (1,), 0))
+            for j in range(m.dim())]
 
 
 def _expand_adv(x, adv):
@@ -668,7 +697,7 @@ def _index_select_bwd(ctx, g):
 _index_select_op = register("index_select", _index_select_fwd, _index_select_bwd)
 
 
-def index_select(input, dim, index):  # noqa: A002
+def index_select(input, dim, index, *, out=None):  # noqa: A002
     """Entries of input along ``dim`` at the positions in ``index`` (a 0-D or 1-D int64/int32 tensor).
     Result shape: input's with ``dim`` of size ``len(index)``. Negative or too large indices raise IndexError."""
     _check_int_index(index, "index_select")
@@ -676,10 +705,11 @@ def index_select(input, dim, index):  # noqa: A002
         raise IndexError("index_select(): Index is supposed to be a vector")
     _same_device(input, index)
     dim = _wrap_dim(input, dim)
-    return call(_index_select_op, input, dim, index)
+    r = call(_index_select_op, input, dim, index)
+    return r if out is None else out.copy_(r)
 
 
-method("index_select", index_select)
+method("index_select", lambda self, dim, index: index_select(self, dim, index))
 
 
 # ------------------------------------------------------------------------------------------ gather
@@ -762,6 +792,8 @@ def _scatter_put(out, dim, index, src, op):
     xs = out if out.dim() else out.reshape(1)
     it = index._shape if index.dim() else (1,)
     ix = index if index.dim() else index.reshape(1)
+    if ix is not index and _trusted(index):
+        _mark_trusted(ix)
     x_st, idxs = _dim_geometry(xs, dim, ix, it, True)
     if isinstance(src, Tensor):
         s = src if src.dim() else src.reshape(1)
@@ -1043,6 +1075,9 @@ def _scatter_into_zeros(x, dim, index, grad):
     dim = _wrap_dim(x, dim)
     if grad.dtype is not x.dtype and x.dtype.is_floating_point:
         grad = grad.to(x.dtype)
+    # the indices of max/sort/topk are in range (autograd's saved-tensor version check rejects any that were
+    # modified since), so the launch needs no bounds read-back and backward stays asynchronous
+    _mark_trusted(index)
     return call(_scatter_into_zeros_op, grad, x._shape, dim, index)
 
 
@@ -1228,6 +1263,16 @@ def _nonzero_raw(x):
     return _compact("coords", x, x._shape)
 
 
+def _resize_copy(out, r):
+    """Write r into ``out``; an ``out`` of another shape takes r's shape (PyTorch resizes outputs)."""
+    if out._shape != r._shape:
+        if out.numel() != r.numel():
+            raise RuntimeError(f"out= tensor of shape {list(out._shape)} cannot hold a result of shape "
+                               f"{list(r._shape)}: cltorch does not resize out= tensors")
+        out.data = out.reshape(r._shape)
+    return out.copy_(r)
+
+
 def nonzero(input, *, out=None, as_tuple=False):  # noqa: A002
     """Indices of the non-zero elements, in row-major order: a (count, ndim) int64 tensor, or with
     ``as_tuple=True`` one 1-D int64 tensor per dim (a 0-d input gives one tensor, as in PyTorch).
@@ -1240,7 +1285,7 @@ def nonzero(input, *, out=None, as_tuple=False):  # noqa: A002
             return (zeros((n,), dtype=D.int64, device=input.device),)
         return tuple(nz[:, j] if nz._shape[0] else Tensor._make(nz._storage, (0,), (1,), 0)
                      for j in range(input.dim()))
-    return nz if out is None else out.copy_(nz)
+    return nz if out is None else _resize_copy(out, nz)
 
 
 def argwhere(input):  # noqa: A002
@@ -1281,12 +1326,13 @@ def _masked_select_bwd(ctx, g):
 _masked_select_op = register("masked_select", _masked_select_fwd, _masked_select_bwd)
 
 
-def masked_select(input, mask):  # noqa: A002
+def masked_select(input, mask, *, out=None):  # noqa: A002
     """The elements of input where the bool ``mask`` is True (both broadcast), as a 1-D tensor in row-major
     order. Needs one small read of the count."""
     _check_mask(mask, "masked_select")
     _same_device(input, mask)
-    return call(_masked_select_op, input, mask)
+    r = call(_masked_select_op, input, mask)
+    return r if out is None else _resize_copy(out, r)
 
 
 def _masked_scatter_raw(x, mask, source):
@@ -1355,7 +1401,7 @@ def masked_scatter_(self, mask, source):
     return self
 
 
-method("masked_select", masked_select)
+method("masked_select", lambda self, mask: masked_select(self, mask))
 method("masked_scatter", masked_scatter)
 method("masked_scatter_", masked_scatter_)
 

@@ -293,6 +293,8 @@ def _cummaxmin_fwd(is_max):
     def fwd(ctx, x, dim):
         ct = D.float32 if x.dtype is D.float16 else (D.uint8 if x.dtype is D.bool else x.dtype)
         v, i = _scan(x, dim, "max" if is_max else "min", ct, x.dtype, arg=True)
+        from .indexing import _mark_trusted
+        _mark_trusted(i)
         if ctx is not None:
             ctx.save_for_backward(i)
             ctx.dim, ctx.shape = dim, x._shape
@@ -435,7 +437,8 @@ def _sort_raw(x, dim, descending, k=None):
         w *= 2
     if x._storage.host is not None:
         rt.synchronize()
-    return values, indices
+    from .indexing import _mark_trusted
+    return values, _mark_trusted(indices)
 
 
 def _sort_fwd(ctx, x, dim, descending, k):
@@ -475,6 +478,10 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):  # noqa: A
         raise TypeError("sort(): argument 'dim' must be int, not bool")
     dim = _wrap(input, dim)
     v, i = call(_sort_op, input, dim, bool(descending), None)
+    if out is not None:
+        out[0].copy_(v)
+        out[1].copy_(i)
+        return return_types_sort(out[0], out[1])
     return return_types_sort(v, i)
 
 
@@ -502,6 +509,10 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A00
     if k < 0 or k > n:
         raise RuntimeError(f"selected index k out of range: k = {k}, size of dim {dim} = {n}")
     v, i = call(_sort_op, input, dim, bool(largest), k)
+    if out is not None:
+        out[0].copy_(v)
+        out[1].copy_(i)
+        return return_types_topk(out[0], out[1])
     return return_types_topk(v, i)
 
 
