@@ -577,7 +577,7 @@ def test_trusted_indices_skip_the_bounds_read_back(device, monkeypatch):
     x.detach()[T(np.array([True, False, True, True]), device)]
     assert reads == []
     x.detach()[T([0, 3], device)]
-    assert len(reads) == 1
+    assert len(reads) == (0 if device == "cpu" else 1)     # cpu: checked on the host, in numpy
     idx = torch.sort(x.detach(), 1).indices
     idx[0, 0] = 9
     with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 1 with size 5"):
