@@ -11,7 +11,8 @@
 ## in-range tap, and a tap replaces it when it is larger or NaN (so NaN propagates, the last NaN wins).
 ## Indices are plane-local, h*W + w (what PyTorch returns with return_indices=True).
 ##
-## Template parameters: dt ("float" or "double"), idx ("int" or "long").
+## Template parameters: dt ("float" or "double"), idx ("int" or "long"); tkh, tkw: 0 for the general program,
+## else the window of the tiling max-pooling program (maxpool_tile, maxpool_tile_bwd) and nothing else.
 <%namespace name="c" file="common.cl.mako"/>
 ${c.preamble((dt,))}
 typedef ${idx} I;
@@ -24,6 +25,54 @@ typedef ${idx} I;
     int ${a} = (int)(_g - (I)${b} * (I)(${extent}));
     if (${b} >= NPL) return;</%def>
 
+% if tkh:
+// ------------------------------------------------------------------------------------------- tiling windows
+// The common case, a program of its own per window size: windows of ${tkh} x ${tkw} with stride equal to the
+// window, no padding, no dilation, every window inside the input (OH*${tkh} <= H, OW*${tkw} <= W). Taps are
+// unrolled and unchecked. Same results as maxpool_fwd (the first tap starts the running maximum, which is
+// what -inf plus "larger or NaN" gives).
+__kernel void maxpool_tile(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
+                           __global ${dt}* Y, __global long* Ix, int with_idx, int C, int H, int W, int OH, int OW,
+                           int NPL)
+{
+${flat("p", "pl", "OH * OW")}
+    int oh = p / OW, ow = p - oh * OW;
+    int n = pl / C, cc = pl - n * C;
+    int h0 = oh * ${tkh}, w0 = ow * ${tkw};
+    __global const ${dt}* xb = X + x_off + (I)n * x_sn + (I)cc * x_sc + (I)h0 * x_sh + (I)w0 * x_sw;
+    ${dt} best = xb[0];
+    int bi = 0;
+% for i in range(tkh):
+% for j in range(tkw):
+% if i or j:
+    { ${dt} v = xb[${i} * x_sh + ${j} * x_sw]; if (v > best || isnan(v)) { best = v; bi = ${i * 1000 + j}; } }
+% endif
+% endfor
+% endfor
+    Y[(I)pl * OH * OW + p] = best;
+    if (with_idx) Ix[(I)pl * OH * OW + p] = (long)(h0 + bi / 1000) * W + w0 + bi % 1000;
+}
+
+// Its gradient: every window writes its KH x KW block of grad_x (g at the index, zero elsewhere). Input
+// elements that no window covers (the last rows/columns when H % ${tkh} or W % ${tkw} != 0) are zeroed by the
+// host first. grad_x is contiguous [planes, H, W]; g and the indices contiguous [planes, OH, OW].
+__kernel void maxpool_tile_bwd(__global const ${dt}* G, I g_off, __global const long* Ix, I i_off,
+                               __global ${dt}* X, int H, int W, int OH, int OW, int NPL)
+{
+${flat("p", "pl", "OH * OW")}
+    int oh = p / OW, ow = p - oh * OW;
+    I o = (I)pl * OH * OW + p;
+    ${dt} gv = G[g_off + o];
+    long k = Ix[i_off + o];
+    int h0 = oh * ${tkh}, w0 = ow * ${tkw};
+    __global ${dt}* xb = X + (I)pl * H * W;
+% for i in range(tkh):
+% for j in range(tkw):
+    { long q = (long)(h0 + ${i}) * W + w0 + ${j}; xb[q] = (q == k) ? gv : (${dt})0; }
+% endfor
+% endfor
+}
+% else:
 inline int ad_start(int o, int isz, int osz) { return (int)(((long)o * isz) / osz); }
 inline int ad_end(int o, int isz, int osz) { return (int)(((long)(o + 1) * isz + osz - 1) / osz); }
 
@@ -324,3 +373,4 @@ ${flat("e", "ou", "L * inner")}
     }
     X[(I)ou * L * inner + e] = acc;
 }
+% endif

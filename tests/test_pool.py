@@ -101,6 +101,8 @@ MAX_CASES = [
     (7, 6, (3, 2), (1, 2), (1, 1), (1, 1), False),     # overlapping windows
     (8, 9, (2, 3), (2, 2), (1, 0), (2, 3), True),      # dilation
     (4, 4, (4, 4), (4, 4), (2, 2), (1, 1), True),
+    (6, 8, (2, 2), (2, 2), (0, 0), (1, 1), False),     # windows tile the input (the fast kernels)
+    (7, 9, (3, 2), (3, 2), (0, 0), (1, 1), False),     # tiling with uncovered last rows/columns
 ]
 
 
@@ -154,7 +156,7 @@ def test_max_pool1d_matches_2d_reference(device):
 
 
 @on_devices
-@pytest.mark.parametrize("case", [MAX_CASES[2], MAX_CASES[3], MAX_CASES[4]])
+@pytest.mark.parametrize("case", [MAX_CASES[2], MAX_CASES[3], MAX_CASES[4], MAX_CASES[6], MAX_CASES[7]])
 def test_max_pool2d_backward(device, case):
     h, w, k, s, p, d, ceil = case
     rng = np.random.default_rng(5)
@@ -238,6 +240,7 @@ def test_pool_gradcheck(device):
     x = T(rng.permutation(2 * 5 * 6).reshape(1, 2, 5, 6) / 7.0, device, requires_grad=True)
     assert gradcheck(lambda x: P.max_pool2d(x, 3, 2, 1, ceil_mode=True), (x,))
     assert gradgradcheck(lambda x: P.max_pool2d(x, 2, 1), (x,))
+    assert gradgradcheck(lambda x: P.max_pool2d(x, 2), (x,))        # tiling windows, last row uncovered
     assert gradcheck(lambda x: P.avg_pool2d(x, 3, 2, 1, True, False), (x,))
     assert gradgradcheck(lambda x: P.avg_pool2d(x, 2, 1, 1, False, True, 3), (x,))
     assert gradcheck(lambda x: P.adaptive_avg_pool2d(x, (3, 4)), (x,))

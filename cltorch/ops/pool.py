@@ -47,15 +47,16 @@ def _round_up(a, b):
 _kcache = {}
 
 
-def kernel(rt, dt, name, argtypes, idx="int"):
+def kernel(rt, dt, name, argtypes, idx="int", tile=(0, 0)):
     """A cached kernel of pool.cl.mako (``argtypes`` lists 'b' for buffers, 'I' for index ints, 'i' for
     int32, 'f' float32, 's' for the dtype's scalar; the trailing plane count of every kernel is added)."""
-    key = (rt.index, dt, idx, name)
+    key = (rt.index, dt, idx, name, tile)
     k = _kcache.get(key)
     if k is None:
         I = np.int64 if idx == "long" else np.int32
         m = {"b": None, "I": I, "i": np.int32, "f": np.float32, "s": np.float64 if dt == "double" else np.float32}
-        k = _kcache[key] = rt.kernel(_TEMPLATE, name, [m[c] for c in argtypes + "i"], dt=dt, idx=idx)
+        k = _kcache[key] = rt.kernel(_TEMPLATE, name, [m[c] for c in argtypes + "i"], dt=dt, idx=idx,
+                                     tkh=tile[0], tkw=tile[1])
     return k
 
 
@@ -98,6 +99,17 @@ def compute_in_float(fn, x, *rest):
 
 
 # --------------------------------------------------------------------------------------------- max pooling
+def _tiling(geom):
+    """The window size when the windows tile the input (stride == window, no padding or dilation, every
+    window inside the input, at most 16 taps), else None."""
+    H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, ad = geom
+    if ad or (sh, sw) != (KH, KW) or ph or pw or dh != 1 or dw != 1 or KH * KW > 16:
+        return None
+    if OH * KH > H or OW * KW > W:
+        return None
+    return (KH, KW)
+
+
 def _run_max(x, geom):
     N, C = x._shape[0], x._shape[1]
     H, W, OH, OW = geom[:4]
@@ -108,6 +120,13 @@ def _run_max(x, geom):
     rt = x._runtime()
     dt = dtname(x)
     idx = idx_type(x, y)
+    tile = _tiling(geom)
+    if tile:
+        k = kernel(rt, dt, "maxpool_tile", "bIIIIIbbi" + "i" * 5, idx, tile)
+        _launch2(rt, k, OH * OW, N * C, x._storage.cl_buffer(), x._offset, *x._stride, y._storage.cl_buffer(),
+                 ind._storage.cl_buffer(), 1, C, H, W, OH, OW)
+        finish(rt, x, y, ind)
+        return y, ind
     k = kernel(rt, dt, "maxpool_fwd_adaptive" if geom[12] else "maxpool_fwd", "bIIIIIbbi" + "i" * 13, idx)
     _launch2(rt, k, OH * OW, N * C, x._storage.cl_buffer(), x._offset, *x._stride, y._storage.cl_buffer(),
              ind._storage.cl_buffer(), 1, C, H, W, OH, OW, *geom.window())
@@ -125,6 +144,17 @@ def _run_max_scatter(g, ind, geom, xshape):
     ind = ind.contiguous()
     rt = g._runtime()
     dt = dtname(g)
+    tile = _tiling(geom)
+    if tile:
+        if OH * tile[0] != H or OW * tile[1] != W:        # rows/columns no window covers get zero
+            import pyopencl as cl
+            cl.enqueue_fill_buffer(rt.queue, gx._storage.cl_buffer(), np.zeros(1, g.dtype.np),
+                                   gx._offset * gx.dtype.itemsize, gx.numel() * gx.dtype.itemsize)
+        k = kernel(rt, dt, "maxpool_tile_bwd", "bIbIb" + "i" * 4, idx_type(g, gx), tile)
+        _launch2(rt, k, OH * OW, N * C, g._storage.cl_buffer(), g._offset, ind._storage.cl_buffer(), ind._offset,
+                 gx._storage.cl_buffer(), H, W, OH, OW)
+        finish(rt, g, ind, gx)
+        return gx
     k = kernel(rt, dt, "maxpool_scatter_adaptive" if geom[12] else "maxpool_scatter", "bIbIb" + "i" * 12,
                idx_type(g, gx))
     _launch2(rt, k, H * W, N * C, g._storage.cl_buffer(), g._offset, ind._storage.cl_buffer(), ind._offset,
