@@ -26,6 +26,39 @@ __kernel void red(__global ${out_type}* out, long out_off
     )
 {
     long gid = get_global_id(0);
+% if vmode == "outer":
+## vector mode "outer": the innermost kept dim is contiguous; work-item gid makes outputs vw*gid .. vw*gid+vw-1
+## with vector loads, one per reduced element (C == 1, no arg, vector-safe expressions, aligned; the launcher checks)
+    if (gid * ${vw} >= M) return;
+    long o = gid * ${vw};
+    long base = in_off, rem = o, id;
+% for d in reversed(range(rk)):
+% if d > 0:
+    id = rem % ks${d}; rem = rem / ks${d};
+% else:
+    id = rem;
+% endif
+    base += id * kst${d};
+% endfor
+    ${acc_type}${vw} a = (${acc_type}${vw})(${identity});
+    for (long r = 0; r < R; ++r) {
+        long p = base, rr_ = r, jd;
+% for d in reversed(range(rr)):
+% if d > 0:
+        jd = rr_ % rs${d}; rr_ = rr_ / rs${d};
+% else:
+        jd = rr_;
+% endif
+        p += jd * rst${d};
+% endfor
+        ${map_type}${vw} x = *(__global const ${map_type}${vw}*)(in + p);
+        ${acc_type}${vw} b = ${map_expr};
+        a = ${combine};
+    }
+    ${acc_type}${vw} acc = a;
+    *(__global ${out_type}${vw}*)(out + out_off + o) = ${finish};
+}
+% else:
     if (gid >= M * C) return;
     long o = gid / C, ch = gid - o * C;
     long base = in_off, rem = o, id;
@@ -41,7 +74,29 @@ __kernel void red(__global ${out_type}* out, long out_off
 % if arg:
     long ai = -1;
 % endif
-% if rr == 1:
+% if vmode == "inner":
+## vector mode "inner": contiguous reduced rows (rr == 1, rst0 == 1, C == 1): vw lanes of partial results,
+## combined at the end, then a scalar tail
+    long clen = ((R + C - 1) / C + ${vw} - 1) / ${vw} * ${vw};   // contiguous chunk of work-item (o, ch)
+    long r0 = ch * clen, rend = r0 + clen < R ? r0 + clen : R;
+    {
+        ${acc_type}${vw} av = (${acc_type}${vw})(${identity});
+        for (; r0 + ${vw} <= rend; r0 += ${vw}) {
+            ${map_type}${vw} x = *(__global const ${map_type}${vw}*)(in + base + r0);
+            ${acc_type}${vw} b = ${map_expr};
+            ${acc_type}${vw} a = av;
+            av = ${combine};
+        }
+        ${acc_type} lanes[${vw}];
+        *(${acc_type}${vw}*)lanes = av;
+        for (int l = 0; l < ${vw}; ++l) {
+            ${acc_type} b = lanes[l];
+            a = ${combine};
+        }
+    }
+    long p = base + r0;
+    for (long r = r0; r < rend; ++r, ++p) {
+% elif rr == 1:
     long p = base + ch * rst0, pstep = C * rst0;
     for (long r = ch; r < R; r += C, p += pstep) {
 % else:
@@ -79,3 +134,4 @@ __kernel void red(__global ${out_type}* out, long out_off
     iout[iout_off + gid] = ai;
 % endif
 }
+% endif

@@ -32,9 +32,12 @@ def _finish(t, requires_grad):
 def _infer_dtype(data):
     """PyTorch's dtype inference for nested Python data: bool < int (int64) < float (default dtype)."""
     kind = 0
+    seen = False
 
     def walk(x):
-        nonlocal kind
+        nonlocal kind, seen
+        if not isinstance(x, (list, tuple)):
+            seen = True
         if isinstance(x, Tensor):
             kind = max(kind, 2 if x.dtype.is_floating_point else (1 if x.dtype is not D.bool else 0))
         elif isinstance(x, (list, tuple)):
@@ -49,6 +52,8 @@ def _infer_dtype(data):
         else:
             raise TypeError(f"Could not infer dtype of {type(x).__name__}")
     walk(data)
+    if not seen:  # an empty sequence: the default float dtype, as PyTorch
+        return D.get_default_dtype()
     return (D.bool, D.int64, D.get_default_dtype())[kind]
 
 

@@ -45,9 +45,10 @@ def normalize_dims(dim, ndim):
 _kernels = {}
 
 
-def _kernel(rt, in_dt, map_dt, acc_dt, out_dt, map_expr, combine, identity, finish, better, arg_in, rk, rr, last):
+def _kernel(rt, in_dt, map_dt, acc_dt, out_dt, map_expr, combine, identity, finish, better, arg_in, rk, rr, last,
+            vmode="", vw=1):
     key = (rt.index, in_dt.cl, map_dt.cl, acc_dt.cl, out_dt.cl, map_expr, combine, identity, finish, better, arg_in,
-           rk, rr, last)
+           rk, rr, last, vmode, vw)
     k = _kernels.get(key)
     if k is None:
         arg = better is not None
@@ -57,7 +58,7 @@ def _kernel(rt, in_dt, map_dt, acc_dt, out_dt, map_expr, combine, identity, fini
         k = rt.kernel("reduction.cl.mako", "red", argd, in_type=in_dt.cl, map_type=map_dt.cl, acc_type=acc_dt.cl,
                       out_type=out_dt.cl, map_expr=map_expr, combine=combine or "a", identity=identity,
                       finish=finish, arg=arg, better=better or "0", arg_in=arg_in, rk=rk, rr=rr, last=last,
-                      types=types)
+                      types=types, vmode=vmode, vw=vw)
         _kernels[key] = k
     return k
 
@@ -111,9 +112,25 @@ def reduce(x, dim=None, keepdim=False, *, map_expr="x", combine="a + b", identit
     if M < one_pass and R > chunk:
         C = max(1, min((R + chunk - 1) // chunk, (one_pass * 4) // M))
     rk, rr = len(kshape), len(rshape)
-    if C == 1:
+    vmode, vw = "", 1
+    if not arg:
+        vmode, vw = _vector_mode(x, prof, kshape, kstr, rshape, rstr, map_dtype, acc_dtype,
+                                 out_dtype if C == 1 else acc_dtype, (map_expr, combine, finish, identity))
+        if C > 1 and vmode != "inner":
+            vmode, vw = "", 1
+    if vmode == "outer":
         k = _kernel(rt, x.dtype, map_dtype, acc_dtype, out_dtype, map_expr, combine, identity, finish, better,
-                    False, rk, rr, True)
+                    False, rk, rr, True, vmode, vw)
+        args = [out._storage.cl_buffer(), 0, x._storage.cl_buffer(), x._offset, M, R, 1, R]
+        for s_, st in zip(kshape, kstr):
+            args += [s_, st]
+        for s_, st in zip(rshape, rstr):
+            args += [s_, st]
+        items = M // vw
+        rt.launch(k, (((items + ls - 1) // ls) * ls,), (ls,), *args)
+    elif C == 1:
+        k = _kernel(rt, x.dtype, map_dtype, acc_dtype, out_dtype, map_expr, combine, identity, finish, better,
+                    False, rk, rr, True, vmode, vw)
         args = [out._storage.cl_buffer(), 0] + ([iout._storage.cl_buffer(), 0] if arg else []) + \
                [x._storage.cl_buffer(), x._offset, M, R, 1, R]
         for s, st in zip(kshape, kstr):
@@ -126,7 +143,7 @@ def reduce(x, dim=None, keepdim=False, *, map_expr="x", combine="a + b", identit
         part = Tensor._empty((M, C), acc_dtype, x.device)
         ipart = Tensor._empty((M, C), D.int64, x.device) if arg else None
         k = _kernel(rt, x.dtype, map_dtype, acc_dtype, acc_dtype, map_expr, combine, identity, "acc", better,
-                    False, rk, rr, False)
+                    False, rk, rr, False, vmode, vw)
         args = [part._storage.cl_buffer(), 0] + ([ipart._storage.cl_buffer(), 0] if arg else []) + \
                [x._storage.cl_buffer(), x._offset, M, R, C, R]
         for s, st in zip(kshape, kstr):
@@ -147,6 +164,27 @@ def reduce(x, dim=None, keepdim=False, *, map_expr="x", combine="a + b", identit
     if x._storage.host is not None:
         rt.synchronize()   # cpu tensors are synchronous
     return (out, iout) if arg else out
+
+
+def _vector_mode(x, prof, kshape, kstr, rshape, rstr, map_dt, acc_dt, out_dt, exprs):
+    """('inner' | 'outer' | '', vw): whether the one-pass reduction can run on vector types (CPU devices)."""
+    from .elementwise import _VEC_UNSAFE, _aligned
+    vw = prof.get_value("reduction", "vector_width", 1)
+    if vw <= 1 or not (x.dtype is map_dt is acc_dt is out_dt) or x.dtype not in (D.float32, D.float64):
+        return "", 1
+    if any(tok in e for e in exprs for tok in _VEC_UNSAFE if tok not in ("(float)", "(double)")):
+        return "", 1
+    if not _aligned(x, vw):
+        return "", 1
+    R = 1
+    for s_ in rshape:
+        R *= s_
+    if len(rshape) == 1 and rstr[0] == 1 and R >= vw and all(st % vw == 0 for st in kstr):
+        return "inner", vw
+    if kshape and kstr[-1] == 1 and kshape[-1] % vw == 0 and all(st % vw == 0 for st in kstr[:-1]) and \
+            all(st % vw == 0 for st in rstr):
+        return "outer", vw
+    return "", 1
 
 
 def identity_value(identity, finish, dt):
