@@ -261,8 +261,11 @@ class Tensor:
         if st.host is not None:
             st.host_sync()
             base = st.host
-            return np.lib.stride_tricks.as_strided(base[self._offset:] if base.size else base, self._shape,
-                                                   [s * isz for s in self._stride])
+            if not base.size:
+                return np.empty(self._shape, self.dtype.np)
+            # np.ndarray over the storage's buffer: a view (shares memory), ~1 us against ~20 us for as_strided
+            return np.ndarray(self._shape, base.dtype, buffer=base, offset=self._offset * isz,
+                              strides=[s * isz for s in self._stride])
         if self.numel() == 0:
             return np.empty(self._shape, self.dtype.np)
         span = 1 + sum((s - 1) * st_ for s, st_ in zip(self._shape, self._stride))
