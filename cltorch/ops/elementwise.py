@@ -117,7 +117,11 @@ def _host_code(expr, cts, out_dtype):
     if key in _host_codes:
         return _host_codes[key]
     code = None
-    if _HOST_TOKENS.match(expr.replace(" ", "")) and not any(c is D.float16 for c in cts):
+    flat = expr.replace(" ", "")
+    compares = any(op in flat for op in ("<", ">", "=="))
+    arith = re.search(r"[-+*/]", flat.replace("e-", "").replace("e+", "")) is not None
+    # C comparisons give int 0/1 that arithmetic may use; numpy's give bool: keep a comparison alone
+    if _HOST_TOKENS.match(flat) and not (compares and arith) and not any(c is D.float16 for c in cts):
         if "/" not in expr or all(c.is_floating_point for c in cts):
             code = compile(re.sub(r"(\d+\.\d*)f", r"\1", expr), "<pointwise>", "eval")
     _host_codes[key] = code
