@@ -9,6 +9,11 @@
 ##   slots  : tensors per launch (multi-tensor). Slot s owns work-groups [gs_s, gs_{s+1}); slot 0 starts at 0.
 ##   elems  : elements per work-item, strided by the local size so neighbouring work-items touch neighbouring
 ##            elements (coalesced on GPUs, vectorisable across work-items on PoCL); no grid-stride loop.
+##   split_barrier: put a (no-op) work-group barrier at the top of each slot's branch. The slot condition depends
+##            only on the group id, so every work-item of a group takes the same branch and the barrier is legal.
+##            PoCL builds its work-item loops between barriers: with the barrier each slot gets its own
+##            vectorised loop; without it PoCL if-converts all slots' bodies into one loop (measured on AdamW,
+##            10M params in 100 tensors, 8 slots: 24 ms of CPU per step with it, several times more without).
 ##
 ## Formulas: the pseudo-code of PyTorch's torch.optim documentation (2.x), in the operation order of its
 ## single-tensor implementations (lerp for the first moment, eps added after the square root, ...).
@@ -34,7 +39,7 @@ ${c.preamble([st, ct])}
 <% S = {name: f"S{k}" for k, name in enumerate(states)} %>
 ## The update of elements i0, i0 + ls, ... (elems of them) of one tensor. Called from one branch per slot with
 ## the slot's own kernel arguments, so each branch is a straight loop over work-items with uniform pointers.
-inline void optim_update(__global ${st}* restrict P, __global const ${st}* restrict G,
+inline __attribute__((always_inline)) void optim_update(__global ${st}* restrict P, __global const ${st}* restrict G,
 % for k in range(len(states)):
     __global ${st}* restrict S${k},
 % endfor
@@ -166,6 +171,9 @@ __kernel void optim_step(
     const long lid = get_local_id(0);
 % for s in range(slots):
     ${"if" if s == 0 else "else if"} (${f"grp < gs{s + 1}" if s + 1 < slots else "1"}) {
+% if split_barrier:
+        barrier(CLK_LOCAL_MEM_FENCE);
+% endif
         optim_update(p${s} + po${s}, g${s} + go${s},
 % for k in range(len(states)):
             s${k}_${s} + so${k}_${s},

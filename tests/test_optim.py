@@ -211,12 +211,14 @@ def test_algorithm_matches_reference(name, device, wd):
 
 @pytest.mark.parametrize("name", ["sgd_nesterov_max", "adam_amsgrad_max", "rmsprop_centered_momentum",
                                   "adagrad_decay_init", "adamax_max", "nadam_decoupled", "radam_decoupled_max"])
-def test_algorithm_multi_tensor_launch(name, monkeypatch):
-    """The 8-slot multi-tensor kernel (the GPU default) against the reference, on the last device, for one
-    case of each algorithm (the CPU default is one tensor per launch)."""
+@pytest.mark.parametrize("slots,split", [(1, False), (8, False)])
+def test_algorithm_other_kernel_variants(name, slots, split, monkeypatch):
+    """The kernel variants the devices here do not use by default (one tensor per launch; the multi-slot kernel
+    without the PoCL split barrier, as GPUs run it) against the reference, for one case of each algorithm."""
     from cltorch.optim import _fused
     real = _fused.fused_step
-    monkeypatch.setattr(_fused, "fused_step", lambda *a, **k: real(*a, **{**k, "slots": 8}))
+    monkeypatch.setattr(_fused, "fused_step",
+                        lambda *a, **k: real(*a, **{**k, "slots": slots, "split_barrier": split}))
     _run_case(name, DEVICES[-1], 0.1)
 
 
@@ -261,6 +263,7 @@ def test_many_tensors_one_launch_per_chunk(device, slots):
 
     def spy(*a, **k):
         k["slots"] = slots
+        k["split_barrier"] = False   # one launch per chunk (the split kernel adds launches for tails)
         n = real(*a, **k)
         calls.append(n)
         return n
@@ -274,6 +277,43 @@ def test_many_tensors_one_launch_per_chunk(device, slots):
     for p, a, g in zip(params, p0, g0):
         want = ref_adamw(a.astype(np.float64), g.astype(np.float64), {}, 1, 0.01, amsgrad=True)
         np.testing.assert_allclose(p.detach().cpu().numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("slots,split", [(1, False), (1, True), (2, True), (3, True), (8, True), (8, False)])
+def test_kernel_writes_only_its_elements(device, slots, split):
+    """Parameters and states that are slices of one storage, separated by gaps: every kernel variant
+    updates exactly the slices (tails shorter than a work-group included) and leaves the gaps alone."""
+    from cltorch.optim import _fused
+    sizes = [12, 100, 64, 1000, 65, 1, 129]
+    gap = 37
+    total = sum(sizes) + gap * (len(sizes) + 1)
+    rng = np.random.default_rng(7)
+    P = cltorch.tensor(rng.standard_normal(total).astype(np.float32), device=device)
+    G = cltorch.tensor(rng.standard_normal(total).astype(np.float32), device=device)
+    M = cltorch.zeros(total, device=device)
+    V = cltorch.zeros(total, device=device)
+    p_before, g_np = P.cpu().numpy().copy(), G.cpu().numpy()
+    spans, pos = [], gap
+    for n in sizes:
+        spans.append((pos, pos + n))
+        pos += n + gap
+    ps, gs, sts = [], [], []
+    for a, b in spans:
+        ps.append(P[a:b])
+        gs.append(G[a:b])
+        sts.append([M[a:b], V[a:b]])
+    lr = 0.01
+    sc = (0.1, 1 - lr * 0.1, 0.1, 0.999, 0.001, -lr / 0.1, 0.001 ** 0.5, 1e-8)
+    _fused.fused_step("adam", dict(wd=True, decoupled=True), ps, gs, sts, sc, slots=slots, split_barrier=split)
+    got = P.cpu().numpy()
+    inside = np.zeros(total, bool)
+    for a, b in spans:
+        inside[a:b] = True
+        want = ref_adamw(p_before[a:b].astype(np.float64), g_np[a:b].astype(np.float64), {}, 1, lr, weight_decay=0.1)
+        np.testing.assert_allclose(got[a:b], want, rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(got[~inside], p_before[~inside])
+    assert not M.cpu().numpy()[~inside].any() and not V.cpu().numpy()[~inside].any()
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -2,9 +2,8 @@
 
 Mirrors ``torch.optim``: :class:`Optimizer`, SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, NAdam, RAdam, and
 ``cltorch.optim.lr_scheduler``. Every algorithm's update is one kernel template (``cl_kernels/optim.cl.mako``)
-that runs in place on the parameter and state storage; one launch updates up to ``slots`` parameters (8 on
-GPUs; 1 on CPU devices, where per-tensor launches measured faster; a device profile's ``[optim] slots``
-overrides it).
+that runs in place on the parameter and state storage; one launch updates up to ``slots`` parameters (8, or a
+device profile's ``[optim] slots``).
 """
 from . import lr_scheduler
 from .adagrad import Adagrad
