@@ -469,10 +469,12 @@ def _bce_bwd(ctx, g):
     needs = ctx.needs_input_grad
     gw = g * w if w is not None else g
     gx = gw * (x - t) / ((1 - x) * x).clamp(min=1e-12) if needs[0] else None
-    gt = None
+    gt = gwt = None
     if len(needs) > 1 and needs[1]:
         gt = gw * ((1 - x).log().clamp(min=-100) - x.log().clamp(min=-100))
-    return gx, gt, None
+    if w is not None and len(needs) > 2 and needs[2]:
+        gwt = -g * (t * x.log().clamp(min=-100) + (1 - t) * (1 - x).log().clamp(min=-100))
+    return gx, gt, gwt
 
 
 _bce_op = register("binary_cross_entropy", _bce_fwd, _bce_bwd)
