@@ -176,6 +176,8 @@ def _ce_composed(g, x3, t, w, den, args):
 def _ce_bwd(ctx, g):
     x3, t, w, lse, den = ctx.saved_tensors
     ignore_index, reduction, eps, mode, C, inner, so, sc, si, n = ctx.args
+    if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+        raise RuntimeError("the derivative for 'weight' is not implemented.")
     if is_grad_enabled():
         return _ce_composed(g, x3, t, w, den, ctx.args), None, None, None, None, None, None
     ct = compute_dtype(x3.dtype)
@@ -249,6 +251,8 @@ def _cep_bwd(ctx, g):
     x3, t3, w, lse = ctx.saved_tensors
     reduction, eps, C, inner, so, sc, si, tso, tsc, tsi, n, outer, shape = ctx.args
     needs = ctx.needs_input_grad
+    if len(needs) > 2 and needs[2]:
+        raise RuntimeError("the derivative for 'weight' is not implemented.")
     ct = compute_dtype(x3.dtype)
     wb = w.reshape((1, C) + (1,) * (len(shape) - 2)) if w is not None else None
     if reduction == "none":
