@@ -384,12 +384,23 @@ def _unary_forward(name, expr, rule):
             if not dt.is_floating_point:
                 raise RuntimeError(f"{name}(): expected a floating-point tensor, got {dt}")
             rdt = dt
+        elif rule == "int":
+            if dt.is_floating_point:
+                raise RuntimeError(f"\"{name}_cpu\" not implemented for '{dt.name.capitalize()}': {name} needs "
+                                   "integer or bool tensors")
+            rdt = dt
+        elif rule == "nobool":
+            if dt is D.bool:
+                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                                   "to invert a mask, use the `~` or `logical_not()` operator instead.")
+            rdt = dt
         else:
             rdt = dt
         cdt = _ct(rdt if rule != "bool" else dt)
-        if rule == "same" and dt is D.bool:
+        if rule in ("same", "int") and dt is D.bool:
             cdt = D.uint8
-        out = pointwise(_render(expr, cdt), [a], rdt, cdt, out=out)
+        e = "(x0 == 0)" if rule == "int" and dt is D.bool else _render(expr, cdt)   # bool: ~ is logical not
+        out = pointwise(e, [a], rdt, cdt, out=out)
         if ctx is not None:
             ctx.save_for_backward(a, out)
         return out
@@ -424,7 +435,7 @@ def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=Fal
 
 
 _S2PI = "0.7978845608028654f"
-neg = defunary("neg", "-x0", "same", lambda a, o, g: -g)
+neg = defunary("neg", "-x0", "nobool", lambda a, o, g: -g)
 method("__neg__", neg)
 method("negative", neg)
 negative = neg
@@ -475,7 +486,7 @@ isposinf = defunary("isposinf", lambda ct: "(isinf(x0) && x0 > 0)" if ct.is_floa
 isneginf = defunary("isneginf", lambda ct: "(isinf(x0) && x0 < 0)" if ct.is_floating_point else "0", "bool",
                     inplace=False)
 logical_not = defunary("logical_not", "x0 == 0", "bool", inplace=False)
-bitwise_not = defunary("bitwise_not", lambda ct: "!x0" if ct is D.uint8 else "~x0", "same")
+bitwise_not = defunary("bitwise_not", "~x0", "int")
 signbit = defunary("signbit", lambda ct: "signbit(x0)" if ct.is_floating_point else "x0 < 0", "bool", inplace=False)
 silu = defunary("silu", "x0 / (1.0f + exp(-x0))", "float_only",
                 lambda a, o, g: (lambda s: g * (s * (1 + a * (1 - s))))(a.sigmoid()))
