@@ -94,8 +94,10 @@ def max_memory_allocated(device=None):
 
 
 def memory_reserved(device=None):
+    """Bytes the memory pool holds from the driver: live tensors' blocks plus freed blocks kept for reuse
+    (``empty_cache()`` returns the latter)."""
     rt = backend.runtime(_idx(device))
-    return rt.allocated + rt.pool.held_blocks * 0 + getattr(rt.pool, "held_blocks", 0)
+    return max(rt.allocated, int(rt.pool.managed_bytes))
 
 
 def reset_peak_memory_stats(device=None):
