@@ -91,9 +91,13 @@ class Runtime:
         return k
 
     def launch(self, k, gsize, lsize, *args):
-        """Enqueue a kernel; marks the queue as having pending work."""
-        self.pending = True
-        ev = k(self.queue, gsize, lsize, *args)
+        """Enqueue a kernel; marks the queue as having pending work.
+
+        Holds the runtime's lock: a pyopencl Kernel call sets the arguments on the shared Kernel object and then
+        enqueues, and another thread launching the same kernel in between would swap in its own arguments."""
+        with self.lock:
+            self.pending = True
+            ev = k(self.queue, gsize, lsize, *args)
         if self.profiling:
             self._events.append((k.function_name, gsize, ev))
         return ev
