@@ -54,7 +54,7 @@ def test_profile_matching_order(tmp_path):
     (tmp_path / "z-name.toml").write_text('[match]\nname = "RTX 30"\n[elementwise]\nlocal_size = 512\n')
     p_cpu = load_profile(cpu, extra_dirs=[tmp_path])
     p_nv = load_profile(nv, extra_dirs=[tmp_path])
-    assert p_cpu.get_value("elementwise", "local_size") == 64      # default, then the cpu class profile
+    assert p_cpu.get_value("elementwise", "local_size") == 16      # default, then the cpu class profile
     assert p_nv.get_value("elementwise", "local_size") == 512      # default, then the name match
     assert p_cpu.sources[0].endswith("default.toml") and "z-name" not in p_cpu.name
 

@@ -47,6 +47,7 @@ class Runtime:
         props = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
         self.queue = cl.CommandQueue(self.ctx, properties=props)
         self._events = []
+        self._keepalive = []
         self._alloc = cltools.ImmediateAllocator(self.queue)
         self.pool = cltools.MemoryPool(self._alloc)
         self._kernels = {}
@@ -114,10 +115,17 @@ class Runtime:
             self._events = []
         return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
 
+    def keep(self, obj):
+        """Hold ``obj`` (a host storage a queued kernel uses) until the next synchronize."""
+        self._keepalive.append(obj)
+        if len(self._keepalive) > 4096:
+            self.synchronize()
+
     def synchronize(self):
         if self.pending:
             self.queue.finish()
             self.pending = False
+        self._keepalive.clear()
 
     # ---------------------------------------------------------------- memory
     def _oom(self, nbytes, why):
