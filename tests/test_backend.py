@@ -88,7 +88,7 @@ def test_build_error_carries_log_and_template():
     rt = backend.runtime(0)
     with pytest.raises(backend.KernelBuildError) as e:
         rt.kernel("elementwise.cl.mako", "ew", [None], operands=(("t", "float", "float"),), out_type="float",
-                  expr="x0 +* undefined_symbol", rank=0, to_bool=False, types=("float",))
+                  expr="x0 +* undefined_symbol", rank=0, to_bool=False, types=("float",), epi=1, vw=0, run=1)
     msg = str(e.value)
     assert "elementwise.cl.mako" in msg and "undefined_symbol" in msg and e.value.log
 
