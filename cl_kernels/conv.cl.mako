@@ -65,18 +65,15 @@ __kernel void conv_prep_w(__global const ${dt}* W, I w_off, I w_gs, I w_ci, I w_
 <% name = "conv_direct_t" if tr else "conv_direct" %>
 // ${"transposed (adjoint) direction" if tr else "forward direction"}: out [N, G*CO, OH, OW] contiguous at
 // y_off; in read through its strides; (H, W) is in's spatial size. Work-item: (position block of ${mr} of NB,
-// channel block of ${NR} of NCB, n*G + g of NGt) on a flat range.
+// channel block of ${NR} of NCB, n*G + g of NGt).
 __kernel void ${name}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                           __global const ${dt}* WT, __global ${dt}* Y, I y_off, __global const ${dt}* Z,
                           int G, int CI, int CO, int H, int W, int OH, int OW, int KH, int KW,
                           int sh, int sw, int ph, int pw, int dh, int dw, int Opad, int NB, int NCB, int NGt)
 {
-    // flat range: position block fastest, then channel block, then n*G + g
-    I gid = get_global_id(0);
-    int pb = (int)(gid % NB);
-    I t = gid / NB;
-    int cb = (int)(t % NCB), ng = (int)(t / NCB);
-    if (ng >= NGt) return;
+    // 3-d range (position block, channel block, n*G + g), rounded up by the host: no integer division
+    int pb = get_global_id(0), cb = get_global_id(1), ng = get_global_id(2);
+    if (pb >= NB || cb >= NCB || ng >= NGt) return;
     int P = OH * OW;
     int p0 = pb * ${mr};
     int n = ng / G, g = ng - n * G;

@@ -220,11 +220,13 @@ def _direct(x, w, b, geom, transposed, out_shape):
     P = OH * OW
     nb = _cdiv(P, cfg["mr"])
     ncb = Opad // (cfg["vw"] * cfg["nv"])
-    n = nb * ncb * N * G
-    ls = max(1, min(cfg["lx"], n))
+    NG = N * G
+    ls = cfg["lx"]                     # work-group of about ls items: position blocks, then images
+    lx = max(1, min(nb, ls))
+    lz = max(1, min(NG, ls // lx))
     k = _kernel(rt, dt, idx, cfg, "direct_t" if transposed else "direct")
     sn, sc, sh_, sw_ = x._stride
-    rt.launch(k, (_round_up(n, ls),), (ls,),
+    rt.launch(k, (_round_up(nb, lx), ncb, _round_up(NG, lz)), (lx, 1, lz),
               x._storage.cl_buffer(), x._offset, sn, sc, sh_, sw_, wt, y._storage.cl_buffer(), y._offset,
               _zero_buffer(rt), G, CI, CO, H, W, OH, OW, geom.KH, geom.KW, *geom.launch_args(), Opad, nb, ncb,
               N * G)

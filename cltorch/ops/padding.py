@@ -22,7 +22,7 @@ from .. import _dtype as D
 from .._dispatch import call, register
 from .._tensor import Tensor
 from .pool import (kernel, dtname, idx_type, finish, compute_in_float, adaptive_avg_pool1d, adaptive_avg_pool2d,
-                   launch_flat)
+                   launch3)
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
 
@@ -33,7 +33,6 @@ def _round_up(a, b):
     return -(-a // b) * b
 
 
-_launch2 = launch_flat
 
 
 def _prod(s):
@@ -99,7 +98,7 @@ def _run_pad1d(x, dim, a, b, mode):
         return y
     rt = x._runtime()
     k = kernel(rt, dtname(x), "pad1d_fwd", "bIbiiiii", idx_type(x, y))
-    _launch2(rt, k, (L + a + b) * inner, outer, x._storage.cl_buffer(), x._offset, y._storage.cl_buffer(),
+    launch3(rt, k, inner, L + a + b, outer, x._storage.cl_buffer(), x._offset, y._storage.cl_buffer(),
              L, inner, a, b, mode)
     finish(rt, x, y)
     return y
@@ -115,7 +114,7 @@ def _run_pad1d_t(g, dim, a, b, mode, L):
         return y
     rt = g._runtime()
     k = kernel(rt, dtname(g), "pad1d_bwd", "bIbiiiii", idx_type(g, y))
-    _launch2(rt, k, L * inner, outer, g._storage.cl_buffer(), g._offset, y._storage.cl_buffer(), L, inner, a, b,
+    launch3(rt, k, inner, L, outer, g._storage.cl_buffer(), g._offset, y._storage.cl_buffer(), L, inner, a, b,
              mode)
     finish(rt, g, y)
     return y
@@ -221,7 +220,7 @@ def _run_resample(x, dim, Lo, mode, align, fscale, scale):
         return y
     rt = x._runtime()
     k = kernel(rt, dtname(x), "resample_fwd", "bIIIIbiiiiifs", idx_type(xs, y))
-    _launch2(rt, k, Lo * inner, outer, xs._storage.cl_buffer(), xs._offset, so, xs._stride[dim], si,
+    launch3(rt, k, inner, Lo, outer, xs._storage.cl_buffer(), xs._offset, so, xs._stride[dim], si,
              y._storage.cl_buffer(), L, Lo, inner, mode, int(align), fscale, scale)
     finish(rt, xs, y)
     return y
@@ -262,7 +261,7 @@ def _run_resample_t(g, dim, L, mode, align, fscale, scale):
     step = float(fscale) if mode < 2 else float(scale)
     inv = 1.0 / step if step > 0 else 0.0
     k = kernel(rt, dtname(g), "resample_bwd", "bIbiiiiifssi", idx_type(g, y))
-    _launch2(rt, k, L * inner, outer, g._storage.cl_buffer(), g._offset, y._storage.cl_buffer(), L, Lo, inner,
+    launch3(rt, k, inner, L, outer, g._storage.cl_buffer(), g._offset, y._storage.cl_buffer(), L, Lo, inner,
              mode, int(align), fscale, scale, inv, 2)
     finish(rt, g, y)
     return y

@@ -76,16 +76,14 @@ def finish(rt, *tensors):
         rt.synchronize()
 
 
-def launch_flat(rt, k, extent, planes, *args):
-    """Launch k over planes x extent elements as one flat range (the kernel's last argument is the plane
-    count). Large work-groups: PoCL pays per work-group, so 2-d grids with short rows are slow there."""
-    n = extent * planes
+def launch3(rt, k, X, Y, Z, *args):
+    """Launch k on an (X, Y, Z) range; global sizes are rounded up to the work-group shape (about
+    ``[pool] local_size`` items: x first, then y, then z) and the kernel gets Z as its last argument."""
     ls = int(rt.profile.get_value("pool", "local_size", 128))
-    ls = max(1, min(ls, n))
-    rt.launch(k, (_round_up(n, ls),), (ls,), *args, planes)
-
-
-_launch2 = launch_flat
+    lx = max(1, min(X, ls))
+    ly = max(1, min(Y, ls // lx))
+    lz = max(1, min(Z, ls // (lx * ly)))
+    rt.launch(k, (_round_up(X, lx), _round_up(Y, ly), _round_up(Z, lz)), (lx, ly, lz), *args, Z)
 
 
 def compute_in_float(fn, x, *rest):
@@ -123,12 +121,12 @@ def _run_max(x, geom):
     tile = _tiling(geom)
     if tile:
         k = kernel(rt, dt, "maxpool_tile", "bIIIIIbbi" + "i" * 5, idx, tile)
-        _launch2(rt, k, OH * OW, N * C, x._storage.cl_buffer(), x._offset, *x._stride, y._storage.cl_buffer(),
+        launch3(rt, k, OW, OH, N * C, x._storage.cl_buffer(), x._offset, *x._stride, y._storage.cl_buffer(),
                  ind._storage.cl_buffer(), 1, C, H, W, OH, OW)
         finish(rt, x, y, ind)
         return y, ind
     k = kernel(rt, dt, "maxpool_fwd_adaptive" if geom[12] else "maxpool_fwd", "bIIIIIbbi" + "i" * 13, idx)
-    _launch2(rt, k, OH * OW, N * C, x._storage.cl_buffer(), x._offset, *x._stride, y._storage.cl_buffer(),
+    launch3(rt, k, OW, OH, N * C, x._storage.cl_buffer(), x._offset, *x._stride, y._storage.cl_buffer(),
              ind._storage.cl_buffer(), 1, C, H, W, OH, OW, *geom.window())
     finish(rt, x, y, ind)
     return y, ind
@@ -151,13 +149,13 @@ def _run_max_scatter(g, ind, geom, xshape):
             cl.enqueue_fill_buffer(rt.queue, gx._storage.cl_buffer(), np.zeros(1, g.dtype.np),
                                    gx._offset * gx.dtype.itemsize, gx.numel() * gx.dtype.itemsize)
         k = kernel(rt, dt, "maxpool_tile_bwd", "bIbIb" + "i" * 4, idx_type(g, gx), tile)
-        _launch2(rt, k, OH * OW, N * C, g._storage.cl_buffer(), g._offset, ind._storage.cl_buffer(), ind._offset,
+        launch3(rt, k, OW, OH, N * C, g._storage.cl_buffer(), g._offset, ind._storage.cl_buffer(), ind._offset,
                  gx._storage.cl_buffer(), H, W, OH, OW)
         finish(rt, g, ind, gx)
         return gx
     k = kernel(rt, dt, "maxpool_scatter_adaptive" if geom[12] else "maxpool_scatter", "bIbIb" + "i" * 12,
                idx_type(g, gx))
-    _launch2(rt, k, H * W, N * C, g._storage.cl_buffer(), g._offset, ind._storage.cl_buffer(), ind._offset,
+    launch3(rt, k, W, H, N * C, g._storage.cl_buffer(), g._offset, ind._storage.cl_buffer(), ind._offset,
              gx._storage.cl_buffer(), H, W, OH, OW, *geom.window())
     finish(rt, g, ind, gx)
     return gx
@@ -173,7 +171,7 @@ def _run_max_gather(x, ind, geom):
     ind = ind.contiguous()
     rt = x._runtime()
     k = kernel(rt, dtname(x), "maxpool_gather", "bIbIbii", idx_type(x, y))
-    _launch2(rt, k, OH * OW, N * C, x._storage.cl_buffer(), x._offset, ind._storage.cl_buffer(), ind._offset,
+    launch3(rt, k, OH * OW, 1, N * C, x._storage.cl_buffer(), x._offset, ind._storage.cl_buffer(), ind._offset,
              y._storage.cl_buffer(), H * W, OH * OW)
     finish(rt, x, ind, y)
     return y
@@ -231,7 +229,7 @@ def _run_avg(x, geom, include_pad, divisor):
     rt = x._runtime()
     k = kernel(rt, dtname(x), "avgpool_fwd_adaptive" if geom[12] else "avgpool_fwd", "bIIIIIb" + "i" * 13,
                idx_type(x, y))
-    _launch2(rt, k, OH * OW, N * C, x._storage.cl_buffer(), x._offset, *x._stride, y._storage.cl_buffer(),
+    launch3(rt, k, OW, OH, N * C, x._storage.cl_buffer(), x._offset, *x._stride, y._storage.cl_buffer(),
              C, H, W, OH, OW, *geom[4:10], int(include_pad), int(divisor or 0))
     finish(rt, x, y)
     return y
@@ -247,7 +245,7 @@ def _run_avg_bwd(g, geom, include_pad, divisor, xshape):
     rt = g._runtime()
     k = kernel(rt, dtname(g), "avgpool_bwd_adaptive" if geom[12] else "avgpool_bwd", "bIb" + "i" * 12,
                idx_type(g, gx))
-    _launch2(rt, k, H * W, N * C, g._storage.cl_buffer(), g._offset, gx._storage.cl_buffer(), H, W, OH, OW,
+    launch3(rt, k, W, H, N * C, g._storage.cl_buffer(), g._offset, gx._storage.cl_buffer(), H, W, OH, OW,
              *geom[4:10], int(include_pad), int(divisor or 0))
     finish(rt, g, gx)
     return gx
