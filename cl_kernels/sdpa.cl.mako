@@ -29,8 +29,12 @@ ${cm.preamble(types)}
     def vload(ptr):
         return "(*(__global const %s*)(%s))" % (V, ptr)
     NEG = "(-INFINITY)"
+    IDS = "long" if CT == "double" else "int"
+    IDX = IDS + (str(VW) if VW > 1 else "")
+    LANE_IDS = "(%s)(%s)" % (IDX, ", ".join(str(e) for e in range(VW))) if VW > 1 else "0"
 %>
 typedef ${V} vec_t;
+#define MINL(a, b) ((a) < (b) ? (a) : (b))
 
 ## exp of a vector. float: 2^n * e^r with n = round(x log2 e), r = x - n ln 2 split in two parts (Cody & Waite),
 ## e^r from Cephes' expf polynomial (about 1 ulp on |r| <= ln2/2); x below -87.3 (and -inf) gives 0, x above
@@ -44,7 +48,9 @@ typedef ${V} vec_t;
 %>
 inline vec_t vexp(vec_t x)
 {
-    vec_t xc = fmin(fmax(x, (vec_t)(-87.3f)), (vec_t)(88.7f));
+    const vec_t lo = (vec_t)(-87.3f), hi = (vec_t)(88.7f);
+    vec_t xc = x < lo ? lo : x;
+    xc = xc > hi ? hi : xc;
     vec_t t = xc * 1.44269504088896341f + 12582912.0f;
     ${IV} n = ${AS_I}(t) - 0x4B400000;
     vec_t nf = t - 12582912.0f;
@@ -58,13 +64,9 @@ inline vec_t vexp(vec_t x)
     p = p * r + 5.0000001201E-1f;
     p = p * (r * r) + r + 1.0f;
     vec_t e = p * ${AS_F}((n + 127) << 23);
-% if VW > 1:
-    e = select(e, (vec_t)(0.0f), x < (vec_t)(-87.3f));
-    e = select(e, (vec_t)(INFINITY), x > (vec_t)(88.7f));
-    e = select(e, x, isnan(x));
-% else:
-    e = x < -87.3f ? 0.0f : (x > 88.7f ? INFINITY : (isnan(x) ? x : e));
-% endif
+    e = x < lo ? (vec_t)(0.0f) : e;
+    e = x > hi ? (vec_t)(INFINITY) : e;
+    e = x != x ? x : e;
     return e;
 }
 % else:
@@ -78,7 +80,7 @@ inline ${CT} hmax_v(vec_t v)
 % else:
     ${CT} r = v.s0;
 % for e in range(1, VW):
-    r = fmax(r, ${lane("v", e)});
+    r = ${lane("v", e)} > r ? ${lane("v", e)} : r;
 % endfor
     return r;
 % endif
@@ -117,7 +119,8 @@ __kernel void sdpa_pack(__global ${CT}* dst, __global const ${T}* src, long s_of
 }
 
 <%def name="score_fixups(si, i_expr, j0, nrows, nkeys)">
-## Masks, causal and the key tail on the score vectors ${si}[i][n] of rows ${i_expr}(i) and keys j0 + n*VW + e.
+## Masks, causal and the key tail on the score vectors ${si}_i_n of rows ${i_expr}(i) and keys j0 + n*VW + lane,
+## as vector compares and selects (compact code; the per-lane form made the program slow to build).
     {
 % if mask != "none":
         int need = 1;
@@ -125,27 +128,35 @@ __kernel void sdpa_pack(__global ${CT}* dst, __global const ${T}* src, long s_of
         int need = (${j0} + ${nkeys} > S)${" || (%s + %d - 1 > %s)" % (j0, nkeys, i_expr(0)) if causal else ""};
 % endif
         if (need) {
+% for n in range(nkeys // VW):
+            ${IDX} jv${n} = (${IDX})(${j0} + ${n * VW}) + ${LANE_IDS};
+% endfor
 % for i in range(nrows):
             {
                 long ii = ${i_expr(i)};
-                long iic = min(ii, L - 1);
 % if mask != "none":
+                long iic = ii < L - 1 ? ii : L - 1;
                 __global const ${MT}* mrow = Mk + m_off + b0 * smb + h * smh + iic * sml;
 % endif
 % for n in range(nkeys // VW):
-% for e in range(VW):
                 {
-                    long j = ${j0} + ${n * VW + e};
-                    ${CT} sv = ${lane("%s_%d_%d" % (si, i, n), e)};
-% if mask == "float":
-                    if (j < S) sv += (${CT})mrow[j * sms];
-% elif mask == "bool":
-                    if (j < S && !mrow[j * sms]) sv = ${NEG};
+<% jl = lambda e: "MINL(%s + %d, S - 1) * sms" % (j0, n * VW + e) %>\
+% if VW == 1:
+                    ${IDX} bad = jv${n} >= S${" || jv%d > ii" % n if causal else ""};
+% else:
+                    ${IDX} bad = jv${n} >= (${IDX})(S)${" | jv%d > (%s)(ii)" % (n, IDX) if causal else ""};
 % endif
-                    if (j >= S${" || j > ii" if causal else ""}) sv = ${NEG};
-                    ${lane("%s_%d_%d" % (si, i, n), e)} = sv;
+% if mask == "float":
+                    ${si}_${i}_${n} += (vec_t)(${", ".join("(%s)mrow[%s]" % (CT, jl(e)) for e in range(VW))});
+% elif mask == "bool":
+% if VW == 1:
+                    bad = bad || !mrow[${jl(0)}];
+% else:
+                    bad |= (${IDX})(${", ".join("(%s)mrow[%s]" % (IDS, jl(e)) for e in range(VW))}) == (${IDX})(0);
+% endif
+% endif
+                    ${si}_${i}_${n} = bad ? (vec_t)(${NEG}) : ${si}_${i}_${n};
                 }
-% endfor
 % endfor
             }
 % endfor
@@ -153,40 +164,66 @@ __kernel void sdpa_pack(__global ${CT}* dst, __global const ${T}* src, long s_of
     }
 </%def>
 
-## Forward. Work-item gid = bh * nqb + qb owns query rows [qb*BM, qb*BM + BM) of batch bh.
+## Forward. Work-item gid = bh * nqb + qb owns query rows [qb*BM*R, qb*BM*R + BM*R) of batch bh, in R groups of
+## BM rows. For cache reuse it walks the keys in chunks of SC keys: for each chunk, each group of BM rows runs
+## the register-blocked inner loop (scores for BN keys, online softmax, P V) with its accumulators reloaded
+## from private memory, so one chunk of K and V serves BM*R rows while it is hot in cache.
 __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
                        __global const ${T}* Q, long q_off, long sqb, long sqh, long sql, long sqd,
                        __global const ${CT}* Kt, __global const ${CT}* Vp,
                        __global const ${MT}* Mk, long m_off, long smb, long smh, long sml, long sms,
-                       long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale)
+                       long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale, long SC)
 {
     long gid = get_global_id(0);
     if (gid >= total) return;
     long bh = gid / nqb, qb = gid - bh * nqb;
     long b0 = bh / H, h = bh - b0 * H;
     long kvh = b0 * Hk + h / (H / Hk);
-    long i0 = qb * ${BM};
-    ${CT} q[${BM}][${E}];
-% for i in range(BM):
-    {
-        __global const ${T}* qr = Q + q_off + b0 * sqb + h * sqh + min(i0 + ${i}, L - 1) * sql;
-        for (int d = 0; d < ${E}; ++d) q[${i}][d] = (${CT})qr[d * sqd] * scale;
+    long iw = qb * ${BM * R};
+    ${CT} q[${BM * R}][${E}];
+    for (int i = 0; i < ${BM * R}; ++i) {
+        __global const ${T}* qr = Q + q_off + b0 * sqb + h * sqh + MINL(iw + i, L - 1) * sql;
+        for (int d = 0; d < ${E}; ++d) q[i][d] = (${CT})qr[d * sqd] * scale;
     }
-% endfor
+% if R > 1:
+    vec_t accs[${BM * R}][${EV8}];
+    ${CT} mst[${BM * R}], lst[${BM * R}];
+    for (int i = 0; i < ${BM * R}; ++i) {
+        for (int c = 0; c < ${EV8}; ++c) accs[i][c] = (vec_t)(0);
+        mst[i] = ${NEG}; lst[i] = 0;
+    }
+% endif
+    __global const ${CT}* kt = Kt + kvh * ${E} * SP;
+    __global const ${CT}* vp = Vp + kvh * SP * ${EVP};
+    long jend_w = S;
+% if causal:
+    jend_w = MINL(S, iw + ${BM * R});
+% endif
+    vec_t pav[${BM}][${NB}];
+    for (long c0 = 0; c0 < jend_w; c0 += SC) {
+    for (int r = 0; r < ${R}; ++r) {
+    long i0 = iw + r * ${BM};
+    if (i0 >= L) break;
+    int qo = r * ${BM};
+    long jend = MINL(c0 + SC, S);
+% if causal:
+    jend = MINL(jend, i0 + ${BM});
+% endif
+    if (c0 >= jend) continue;
 % for i in range(BM):
+% if R > 1:
+% for c in range(EV8):
+    vec_t acc_${i}_${c} = accs[qo + ${i}][${c}];
+% endfor
+    ${CT} m_${i} = mst[qo + ${i}], l_${i} = lst[qo + ${i}];
+% else:
 % for c in range(EV8):
     vec_t acc_${i}_${c} = (vec_t)(0);
 % endfor
     ${CT} m_${i} = ${NEG}, l_${i} = 0;
-% endfor
-    __global const ${CT}* kt = Kt + kvh * ${E} * SP;
-    __global const ${CT}* vp = Vp + kvh * SP * ${EVP};
-    long jend = S;
-% if causal:
-    jend = min(S, i0 + ${BM});
 % endif
-    vec_t pav[${BM}][${NB}];
-    for (long j0 = 0; j0 < jend; j0 += ${BN}) {
+% endfor
+    for (long j0 = c0; j0 < jend; j0 += ${BN}) {
 % for i in range(BM):
 % for n in range(NB):
         vec_t s_${i}_${n} = (vec_t)(0);
@@ -199,7 +236,7 @@ __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
 % endfor
 % for i in range(BM):
 % for n in range(NB):
-            s_${i}_${n} += q[${i}][d] * k${n};
+            s_${i}_${n} += q[qo + ${i}][d] * k${n};
 % endfor
 % endfor
         }
@@ -208,11 +245,11 @@ __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
         {
             ${CT} bm = hmax_v(s_${i}_0);
 % for n in range(1, NB):
-            bm = fmax(bm, hmax_v(s_${i}_${n}));
+            { ${CT} t = hmax_v(s_${i}_${n}); bm = t > bm ? t : bm; }
 % endfor
-            ${CT} mn = fmax(m_${i}, bm);
+            ${CT} mn = bm > m_${i} ? bm : m_${i};
             ${CT} ms = (mn == ${NEG}) ? (${CT})0 : mn;
-            ${CT} corr = exp(m_${i} - ms);
+            ${CT} corr = exp(m_${i} - ms);   // scalar, once per block
             ${CT} ps = 0;
 % for n in range(NB):
             vec_t p${n} = vexp(s_${i}_${n} - ms);
@@ -241,6 +278,30 @@ __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
 % endfor
         }
     }
+% if R > 1:
+% for i in range(BM):
+% for c in range(EV8):
+    accs[qo + ${i}][${c}] = acc_${i}_${c};
+% endfor
+    mst[qo + ${i}] = m_${i}; lst[qo + ${i}] = l_${i};
+% endfor
+    }
+    }
+    for (int i = 0; i < ${BM * R}; ++i) {
+        if (iw + i >= L) break;
+        long row = bh * L + iw + i;
+        ${CT} li = lst[i], mi = mst[i];
+        ${CT} inv = li > 0 ? (${CT})1 / li : (${CT})0;
+        __global ${T}* orow = O + row * ${EV};
+        for (int c = 0; c < ${EV8}; ++c) {
+            vec_t o = accs[i][c] * inv;
+% for e in range(VW):
+            if (c * ${VW} + ${e} < ${EV}) orow[c * ${VW} + ${e}] = (${T})${lane("o", e)};
+% endfor
+        }
+        LSE[row] = li > 0 ? mi + log(li) : ${NEG};
+    }
+% else:
 % for i in range(BM):
     if (i0 + ${i} < L) {
         long row = bh * L + i0 + ${i};
@@ -259,6 +320,9 @@ __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
         LSE[row] = l_${i} > 0 ? m_${i} + log(l_${i}) : ${NEG};
     }
 % endfor
+    }
+    }
+% endif
 }
 
 ## Backward, dQ: work-item owns BM query rows (as the forward) and walks the keys:
@@ -284,7 +348,7 @@ __kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl
     ${CT} lse[${BMQ}], dl[${BMQ}];
 % for i in range(BMQ):
     {
-        long ic = min(i0 + ${i}, L - 1);
+        long ic = MINL(i0 + ${i}, L - 1);
         __global const ${T}* qr = Q + q_off + b0 * sqb + h * sqh + ic * sql;
         for (int d = 0; d < ${E}; ++d) q[${i}][d] = (${CT})qr[d * sqd] * scale;
         __global const ${T}* gr = DO + do_off + b0 * sdb + h * sdh + ic * sdl;
@@ -301,7 +365,7 @@ __kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl
     __global const ${CT}* kpr = Kp + kvh * SP * ${EP};
     long jend = S;
 % if causal:
-    jend = min(S, i0 + ${BMQ});
+    jend = MINL(S, i0 + ${BMQ});
 % endif
     vec_t pav[${BMQ}][${NB}];
     for (long j0 = 0; j0 < jend; j0 += ${BN}) {
@@ -419,7 +483,7 @@ __kernel void sdpa_bwd_dkv(__global ${T}* DK, __global ${T}* DV,
 % for i in range(BQ):
             ${CT} lse_${i}, dl_${i};
             {
-                long ic = min(i0 + ${i}, L - 1);
+                long ic = MINL(i0 + ${i}, L - 1);
                 __global const ${T}* qr = Q + q_off + b0 * sqb + h * sqh + ic * sql;
                 for (int d = 0; d < ${E}; ++d) qs[${i}][d] = (${CT})qr[d * sqd] * scale;
                 __global const ${T}* gr = DO + do_off + b0 * sdb + h * sdh + ic * sdl;

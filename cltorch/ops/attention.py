@@ -170,13 +170,15 @@ def _tiles(rt, ct):
         bn = max(vw, _round(g("block_n", 16), vw))
         bnk = max(vw, _round(g("bwd_block_n", 8), vw))
         t = _TILES[key] = dict(VW=vw, BM=g("block_m", 4), BN=bn, BMQ=g("bwd_block_m", 2), BNK=bnk,
-                               BQ=g("bwd_block_q", 2))
+                               BQ=g("bwd_block_q", 2), R=max(1, g("row_groups", 1)))
+        _SC[key] = max(bn, _round(g("key_chunk", 256), bn))
         _LS[rt.index] = g("local_size", 16)
     return t
 
 
 _TILES = {}
 _LS = {}
+_SC = {}
 
 
 
@@ -202,27 +204,33 @@ def _fwd_launch(q, k, v, mask, cfg):
     rt = q._runtime()
     tiles = _tiles(rt, ct)
     ls = _LS[rt.index]
-    BM, BN = tiles["BM"], tiles["BN"]
+    BM, BN, R = tiles["BM"], tiles["BN"], tiles["R"]
     params = _tparams(dt, ct, cfg, tiles)
     BH = cfg.B0 * cfg.H
     SP = _round(cfg.S, _lcm(BN, tiles["BNK"]))
     EVP = params["EVP"]
     out = Tensor._empty(tuple(q._shape[:-1]) + (cfg.EV,), dt, q.device)
     lse = Tensor._empty((BH, cfg.L), ct, q.device)
-    nqb = (cfg.L + BM - 1) // BM
+    nqb = (cfg.L + BM * R - 1) // (BM * R)
     total = BH * nqb
     if total == 0:
         return out, lse
+    if cfg.S == 0:                      # no keys: every row is fully masked
+        out.zero_()
+        lse.fill_(float("-inf"))
+        return out, lse
+    SC = _SC[(rt.index, ct.name)] if R > 1 else SP
     kt = _pack(rt, k, cfg.nbatch, cfg.Hk, -1, -2, cfg.E, SP, ct, params)            # K^T: [kvh][E][SP]
     vp = _pack(rt, v, cfg.nbatch, cfg.Hk, -2, -1, SP, EVP, ct, params)              # V rows: [kvh][SP][EVP]
     q2, sqb, sqh = _two_level(q, cfg.nbatch)
     m2, m_off, smb, smh, sml, sms = _mask_strides(mask, cfg, q._shape)
     kk = kernel(rt, "sdpa.cl.mako", "sdpa_fwd",
-                [None, None, None] + [_L] * 5 + [None, None, None] + [_L] * 5 + [_L] * 7 + [_np_ct(ct)], **params)
+                [None, None, None] + [_L] * 5 + [None, None, None] + [_L] * 5 + [_L] * 7 + [_np_ct(ct), _L],
+                **params)
     mb = m2._storage.cl_buffer() if m2 is not None else q2._storage.cl_buffer()
     launch(rt, kk, total, ls, out._storage.cl_buffer(), lse._storage.cl_buffer(), q2._storage.cl_buffer(),
            q2._offset, sqb, sqh, q2._stride[-2], q2._stride[-1], kt._storage.cl_buffer(), vp._storage.cl_buffer(),
-           mb, m_off, smb, smh, sml, sms, cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale),
+           mb, m_off, smb, smh, sml, sms, cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale), SC,
            host=is_host(q2, out))
     return out, lse
 
