@@ -98,8 +98,9 @@ class Storage:
         if count:
             import pyopencl as cl
             rt = self._rt
-            cl.enqueue_copy(rt.queue, out, self.buf, src_offset=offset * self.dtype.itemsize, is_blocking=True)
-            rt.pending = False
+            with rt.lock:       # no launch from another thread between the blocking copy and clearing the flag
+                cl.enqueue_copy(rt.queue, out, self.buf, src_offset=offset * self.dtype.itemsize, is_blocking=True)
+                rt.pending = False
         return out
 
     def write(self, array, offset=0):

@@ -122,9 +122,13 @@ class Runtime:
             self.synchronize()
 
     def synchronize(self):
+        """Wait for the queue. The flag is cleared under the lock that launches hold, after the finish: a thread
+        that sees it clear knows its own earlier launches are done, even when another thread did the finish."""
         if self.pending:
-            self.queue.finish()
-            self.pending = False
+            with self.lock:
+                if self.pending:
+                    self.queue.finish()
+                    self.pending = False
         self._keepalive.clear()
 
     # ---------------------------------------------------------------- memory
