@@ -1,0 +1,172 @@
+"""Start-up time of the digits example: from ``import cltorch`` to the first synchronised training step.
+
+Each measurement runs in a fresh Python process (``--child``) that does what ``examples/train_digits.py`` does
+before its first step: import, load and split scikit-learn's digits, a DataLoader with 2 workers and pinned
+memory, the DigitsCNN on the device, AdamW and OneCycleLR; then one step (forward, cross-entropy, backward,
+optimizer and scheduler step) and ``loss.item()``. The child reports the seconds from just before ``import
+cltorch`` to that value, and the program builds and disk-cache hits it made.
+
+- **cold**: ``CLTORCH_CACHE_DIR`` (our binary cache) and ``POCL_CACHE_DIR`` (PoCL's) point at fresh empty
+  folders: every kernel is compiled. Bar: under 30 s.
+- **warm**: the same folders again, three runs, median. Bar: under 2 s, with no new entries in PoCL's cache
+  folder (so nothing was compiled, neither by us nor by PoCL).
+- **warm, PoCL cache only**: ``CLTORCH_NO_DISK_CACHE=1``, so every program is built from source and served by
+  PoCL's own cache (about 44 ms a program here) instead of loaded from our binaries
+  (``clCreateProgramWithBinary``): the issue asks which is faster.
+
+    python benchmarks/bench_startup.py [--device cl] [--warm-runs 3] [--quick]
+
+``--quick`` measures one warm start with the caches as they are (no fresh folders, no cold run, no checks).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def child(device, workers):
+    """The measured start-up (runs in a fresh process); prints one JSON line."""
+    t0 = time.perf_counter()
+    import cltorch as torch
+    import cltorch.nn.functional as F
+    from cltorch.utils.data import DataLoader, TensorDataset
+    t_import = time.perf_counter() - t0
+    sys.path.insert(0, str(ROOT / "examples"))
+    import train_digits as ex
+    torch.manual_seed(0)
+    dev = torch.device(device)
+    xtr, xte, ytr, yte = ex.load_digits_split(0)
+    train = TensorDataset(torch.from_numpy(xtr), torch.from_numpy(ytr))
+    g = torch.Generator().manual_seed(0)
+    loader = DataLoader(train, batch_size=64, shuffle=True, num_workers=workers, pin_memory=True, generator=g,
+                        persistent_workers=workers > 0, drop_last=True)
+    model = ex.DigitsCNN().to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-2)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, epochs=1, steps_per_epoch=len(loader))
+    model.train()
+    xb, yb = next(iter(loader))
+    t_batch = time.perf_counter() - t0
+    xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
+    loss = F.cross_entropy(model(xb), yb)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    sched.step()
+    lv = loss.item()
+    t_step = time.perf_counter() - t0
+    st = torch.backend.stats()
+    print(json.dumps({"import_s": t_import, "first_batch_s": t_batch, "first_step_s": t_step, "loss": lv,
+                      "builds": st.get("builds"), "disk_hits": st.get("disk_hits")}))
+    os._exit(0)  # do not wait for the persistent workers' orderly shutdown: the figure is taken
+
+
+def _count_files(d):
+    n = 0
+    for _, _, files in os.walk(d):
+        n += len(files)
+    return n
+
+
+def _run_child(env, device, workers, timeout=900):
+    r = subprocess.run([sys.executable, __file__, "--child", "--device", device, "--workers", str(workers)],
+                       env=env, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise RuntimeError(f"start-up child failed (exit {r.returncode}):\n{r.stderr[-3000:]}") from None
+
+
+def measure(device="cl", warm_runs=3, workers=2, quick=False, out=print):
+    """Dict of results (see the module docstring)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    res = {}
+    if quick:
+        r = _run_child(env, device, workers)
+        res["warm_s"] = [r["first_step_s"]]
+        res["warm"] = r
+        return res
+    with tempfile.TemporaryDirectory(prefix="cltorch-startup-") as tmp:
+        ours_dir, pocl_dir = os.path.join(tmp, "cltorch"), os.path.join(tmp, "pocl")
+        os.makedirs(ours_dir)
+        os.makedirs(pocl_dir)
+        env["CLTORCH_CACHE_DIR"], env["POCL_CACHE_DIR"] = ours_dir, pocl_dir
+        env.pop("CLTORCH_NO_DISK_CACHE", None)
+        res["cold"] = _run_child(env, device, workers)
+        res["cold_s"] = res["cold"]["first_step_s"]
+        res["cache_files_after_cold"] = {"cltorch": _count_files(ours_dir), "pocl": _count_files(pocl_dir)}
+        before = _count_files(pocl_dir)
+        warm = [_run_child(env, device, workers) for _ in range(warm_runs)]
+        res["warm"] = warm
+        res["warm_s"] = [w["first_step_s"] for w in warm]
+        res["new_pocl_entries_warm"] = _count_files(pocl_dir) - before
+        env_p = dict(env, CLTORCH_NO_DISK_CACHE="1")
+        before = _count_files(pocl_dir)
+        pw = [_run_child(env_p, device, workers) for _ in range(warm_runs)]
+        res["pocl_only"] = pw
+        res["pocl_only_s"] = [w["first_step_s"] for w in pw]
+        res["new_pocl_entries_pocl_only"] = _count_files(pocl_dir) - before
+    return res
+
+
+def run(quick=False, device="cl", warm_runs=3, out=print):
+    """Rows for benchmarks/run.py."""
+    sys.path.insert(0, str(HERE))
+    import _anchors as A
+    load = A.load_avg()
+    r = measure(device, warm_runs, quick=quick, out=out)
+    rows = []
+    w = statistics.median(r["warm_s"])
+    if quick:
+        rows.append(A.case("warm start, import to first synced digits step (caches as they are)", "s", w, {}, None, "",
+                           "< 2 s", None, note="--quick: one run, no fresh caches, not checked"))
+        return rows
+    rows.append(A.case("cold start, first digits step, empty kernel caches", "s", r["cold_s"], {}, None, "",
+                       "< 30 s", r["cold_s"] < 30,
+                       note=f"{r['cold']['builds']} program builds; import {r['cold']['import_s']:.2f} s; "
+                            f"caches after: {r['cache_files_after_cold']['cltorch']} of ours, "
+                            f"{r['cache_files_after_cold']['pocl']} PoCL files; load {load:.1f}"))
+    ok = w < 2.0 and r["new_pocl_entries_warm"] == 0
+    rows.append(A.case(f"warm start, import to first synced digits step (median of {len(r['warm_s'])})", "s", w, {},
+                       None, "", "< 2 s, no new PoCL cache entries", ok,
+                       note=f"runs {', '.join(f'{x:.2f}' for x in r['warm_s'])} s; new PoCL cache entries "
+                            f"{r['new_pocl_entries_warm']}; builds {[x['builds'] for x in r['warm']]}; disk hits "
+                            f"{r['warm'][0]['disk_hits']}; import {statistics.median(x['import_s'] for x in r['warm']):.2f} s"))
+    p = statistics.median(r["pocl_only_s"])
+    rows.append(A.case("warm start served by PoCL's cache only (CLTORCH_NO_DISK_CACHE=1)", "s", p, {}, None, "", None,
+                       None, note=f"runs {', '.join(f'{x:.2f}' for x in r['pocl_only_s'])} s; our binary cache is "
+                                  f"{'faster' if w < p else 'slower'} by {abs(p - w):.2f} s; new PoCL entries "
+                                  f"{r['new_pocl_entries_pocl_only']}"))
+    return rows
+
+
+def suite(quick=False, device="cl:0"):
+    """Rows for benchmarks/run.py."""
+    return run(quick=quick, device=device)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cl")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--warm-runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        return child(a.device, a.workers)
+    for row in run(a.quick, a.device, a.warm_runs):
+        met = {True: "met", False: "MISSED", None: "-"}[row["met"]]
+        print(f"{row['case']}: {row['ours']:.2f} s; bar {row['bar']}: {met}; {row['note']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+"""Run the same training steps of an example model on two devices and print how far they drift apart.
+
+Both sides start from the same initial weights (made once, from ``--seed``), see the same batches in the same
+order (drawn with numpy from ``--seed``) and draw dropout masks from the same seed (cltorch's Philox streams do
+not depend on the device or its work-group sizes). After every step the script prints the largest difference in
+the loss and in each parameter and buffer (BatchNorm running statistics included).
+
+    python examples/compare_devices.py [--model digits|charlm] [--steps 20] [--devices cpu cl:0]
+    python examples/compare_devices.py --profile               # side B under a deliberately different profile
+    python examples/compare_devices.py --profile my.toml       # ... or under this profile file
+    python examples/compare_devices.py --vs-torch              # cltorch against PyTorch (dropout off)
+
+- ``--devices A B``: any two of ``cpu``, ``cl``, ``cl:N`` (on a multi-GPU machine, e.g. ``cl:0 cl:1``).
+- ``--profile [PATH]``: device profiles are read once per process, so side B runs in a subprocess with
+  ``CLTORCH_PROFILE=PATH``; without PATH the script writes a temporary profile whose elementwise and reduction
+  work-group sizes, reduction chunking, GEMM, convolution and attention tiles all differ from the device's own
+  (hence other reduction orders). On a machine whose ``cpu`` and ``cl:0`` are one and the same PoCL device this is
+  what makes the comparison test something.
+- ``--vs-torch`` (where torch is importable): loads the same initial weights into the same model written in
+  PyTorch (the example's source with its imports pointed at torch), turns dropout off on both sides, and prints
+  the per-step relative loss difference against PyTorch on its CPU. Wanted: <= 1e-5 at step 1 and <= 1e-3 at
+  step 20; the script exits 1 when a step it ran misses those.
+
+The optimizer is the example's AdamW (the char-LM with its param groups and ``clip_grad_norm_(1.0)``), at a
+constant learning rate.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+
+# ------------------------------------------------------------------------------------------------ models
+def example_module(name, lib):
+    """``examples/<name>.py`` as a module; for ``lib == "torch"`` with its imports pointed at torch."""
+    key = f"_compare_{lib}_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    path = HERE / f"{name}.py"
+    src = path.read_text()
+    if lib == "torch":
+        for a, b in (("import cltorch as torch", "import torch"), ("import cltorch.nn as nn", "import torch.nn as nn"),
+                     ("import cltorch.nn.functional as F", "import torch.nn.functional as F"),
+                     ("from cltorch.", "from torch.")):
+            src = src.replace(a, b)
+    mod = types.ModuleType(key)
+    mod.__file__ = str(path)
+    sys.modules[key] = mod
+    exec(compile(src, str(path), "exec"), mod.__dict__)
+    return mod
+
+
+def _lib(lib):
+    if lib == "torch":
+        import torch
+        return torch
+    import cltorch
+    return cltorch
+
+
+def build(model_name, lib, cfg):
+    ex = example_module("train_digits" if model_name == "digits" else "train_charlm", lib)
+    if model_name == "digits":
+        return ex, ex.DigitsCNN()
+    return ex, ex.CharTransformer(cfg["vocab"], cfg["d_model"], cfg["heads"], cfg["layers"], cfg["block"])
+
+
+def make_batches(model_name, steps, seed, cfg):
+    """``steps`` (x, y) numpy batches, and the config completed with data-dependent fields (vocab)."""
+    rng = np.random.default_rng(seed)
+    if model_name == "digits":
+        ex = example_module("train_digits", "cltorch")
+        xtr, _, ytr, _ = ex.load_digits_split(seed)
+        bs = cfg["batch_size"]
+        epochs = -(-steps * bs // len(xtr))
+        perm = np.concatenate([rng.permutation(len(xtr)) for _ in range(epochs)])
+        out = []
+        for s in range(steps):
+            idx = perm[s * bs:(s + 1) * bs]
+            out.append((np.ascontiguousarray(xtr[idx]), np.ascontiguousarray(ytr[idx])))
+        return out, cfg
+    ex = example_module("train_charlm", "cltorch")
+    text = ex.load_text()
+    vocab = sorted(set(text))
+    stoi = {c: i for i, c in enumerate(vocab)}
+    data = np.array([stoi[c] for c in text[: int(0.9 * len(text))]], dtype=np.int64)
+    cfg = dict(cfg, vocab=len(vocab))
+    out = []
+    for _ in range(steps):
+        st = rng.integers(0, len(data) - cfg["block"] - 1, cfg["batch_size"])
+        out.append((np.stack([data[s:s + cfg["block"]] for s in st]), np.stack([data[s + 1:s + 1 + cfg["block"]]
+                                                                                 for s in st])))
+    return out, cfg
+
+
+def initial_state(model_name, cfg, seed):
+    """The initial weights, made once with cltorch on the cpu from ``seed``: {name: numpy array}."""
+    import cltorch
+    cltorch.manual_seed(seed)
+    _, model = build(model_name, "cltorch", cfg)
+    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+
+
+def run_side(lib, device, model_name, cfg, init, batches, seed, dropout):
+    """Train ``len(batches)`` steps; returns [(loss, {name: numpy array}) after each step]."""
+    L = _lib(lib)
+    ex, model = build(model_name, lib, cfg)
+    model.load_state_dict({k: L.from_numpy(np.array(v)) for k, v in init.items()})
+    if not dropout:
+        for m in model.modules():
+            if isinstance(m, ex.nn.Dropout):
+                m.p = 0.0
+    dev = L.device(device)
+    model = model.to(dev)
+    model.train()
+    F = ex.F
+    if model_name == "digits":
+        opt = L.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=1e-2)
+    else:
+        opt = L.optim.AdamW(ex.param_groups(model, 0.1), lr=cfg["lr"], betas=(0.9, 0.99))
+    L.manual_seed(seed)
+    records = []
+    for xn, yn in batches:
+        x, y = L.from_numpy(xn).to(dev), L.from_numpy(yn).to(dev)
+        out = model(x)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if model_name == "charlm":
+            ex.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+        records.append((float(loss.item()), state))
+    return records
+
+
+# ------------------------------------------------------------------------------------------------ profiles
+def _other(v, choices):
+    """A value from ``choices`` different from ``v`` (the first one that differs)."""
+    for c in choices:
+        if c != v:
+            return c
+    return v
+
+
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return repr(v)
+
+
+def different_profile(device):
+    """TOML text of a profile for ``device`` whose launch geometry differs from the device's merged profile:
+    elementwise/reduction local sizes, vector widths and reduction chunking; GEMM, convolution and attention
+    tiles (still valid choices for the same kernels)."""
+    import cltorch
+    from cltorch.backend import runtime
+    d = cltorch.device(device)
+    idx = d.index if d.type != "cpu" else __import__("cltorch.backend", fromlist=["cpu_index"]).cpu_index()
+    prof = runtime(idx or 0).profile
+    g = lambda t, k, dflt: prof.get_value(t, k, dflt)  # noqa: E731
+    t = {}
+    t["elementwise"] = {"local_size": _other(g("elementwise", "local_size", 64), [64, 32]),
+                        "elems_per_item": _other(g("elementwise", "elems_per_item", 1), [4, 1]),
+                        "vector_width": _other(g("elementwise", "vector_width", 1), [4, 1])}
+    t["reduction"] = {"local_size": _other(g("reduction", "local_size", 64), [64, 32]),
+                      "chunk": _other(g("reduction", "chunk", 4096), [1024, 2048]),
+                      "min_outputs_one_pass": _other(g("reduction", "min_outputs_one_pass", 256), [16, 32])}
+    gm = dict(prof.get("gemm", {}))
+    if gm.get("local", 1):
+        rows = [{"lx": 8, "ly": 8, "mr": 2, "nr": 2, "tk": 8}]
+    else:
+        vw = (gm.get("sizes") or [{}])[0].get("vw", 8)
+        rows = [{"mr": 4, "nv": 1, "vw": vw, "lx": 4, "ly": 4, "a_mode": "packed", "b_mode": "packed"}]
+    t["gemm"] = {"sizes": rows, "sizes_f64": [dict(r, vw=max(1, r.get("vw", 2) // 2)) if "vw" in r else r
+                                             for r in rows]}
+    t["conv"] = {"mr": _other(g("conv", "mr", 4), [2, 4]), "local_size": _other(g("conv", "local_size", 16), [8, 16]),
+                 "wgrad_mr": _other(g("conv", "wgrad_mr", 4), [2, 4])}
+    svw = int(g("sdpa", "vector_width", 4))
+    t["sdpa"] = {"block_m": _other(g("sdpa", "block_m", 1), [1, 2]),
+                 "block_n": _other(g("sdpa", "block_n", 16), [2 * svw, 4 * svw]),
+                 "bwd_block_n": _other(g("sdpa", "bwd_block_n", 4), [svw, 2 * svw]),
+                 "local_size": _other(g("sdpa", "local_size", 64), [8, 16])}
+    t["optim"] = {"local_size": _other(g("optim", "local_size", g("elementwise", "local_size", 64)), [32, 64])}
+    lines = ["# written by examples/compare_devices.py: a deliberately different launch geometry"]
+    for name, vals in t.items():
+        lines.append(f"\n[{name}]")
+        lines += [f"{k} = {_toml_value(v)}" for k, v in vals.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _save_records(path, records):
+    arrs = {"__loss__": np.array([r[0] for r in records])}
+    for i, (_, st) in enumerate(records):
+        for k, v in st.items():
+            arrs[f"{i}/{k}"] = v
+    np.savez(path, **arrs)
+
+
+def _load_records(path):
+    z = np.load(path)
+    losses = z["__loss__"]
+    recs = [(float(loss), {}) for loss in losses]
+    for key in z.files:
+        if key != "__loss__":
+            i, name = key.split("/", 1)
+            recs[int(i)][1][name] = z[key]
+    return recs
+
+
+def run_side_subprocess(device, model_name, cfg, init, batches, seed, dropout, profile_path):
+    """Side B in a fresh process under ``CLTORCH_PROFILE=profile_path`` (profiles load once per process)."""
+    with tempfile.TemporaryDirectory(prefix="cltorch-compare-") as tmp:
+        inp, outp = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
+        arrs = {f"init/{k}": v for k, v in init.items()}
+        for i, (x, y) in enumerate(batches):
+            arrs[f"x/{i}"], arrs[f"y/{i}"] = x, y
+        np.savez(inp, **arrs)
+        spec = json.dumps({"device": device, "model": model_name, "cfg": cfg, "seed": seed, "dropout": dropout,
+                           "n": len(batches), "in": inp, "out": outp})
+        env = dict(os.environ, CLTORCH_PROFILE=str(profile_path))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE.parent), env.get("PYTHONPATH")) if p)
+        r = subprocess.run([sys.executable, __file__, "--side-b", spec], env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"side B failed:\n{r.stderr[-3000:]}")
+        info = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        return _load_records(outp), info
+
+
+def _side_b_main(spec):
+    s = json.loads(spec)
+    z = np.load(s["in"])
+    init = {k[5:]: z[k] for k in z.files if k.startswith("init/")}
+    batches = [(z[f"x/{i}"], z[f"y/{i}"]) for i in range(s["n"])]
+    recs = run_side("cltorch", s["device"], s["model"], s["cfg"], init, batches, s["seed"], s["dropout"])
+    _save_records(s["out"], recs)
+    from cltorch.backend import runtime
+    import cltorch
+    d = cltorch.device(s["device"])
+    from cltorch.backend import cpu_index
+    rt = runtime(cpu_index() if d.type == "cpu" else (d.index or 0))
+    print(f"side B ran with profile {rt.profile.name} (sources: {', '.join(rt.profile.sources)})")
+
+
+# ------------------------------------------------------------------------------------------------ report
+def _maxdiff(a, b):
+    if a.shape != b.shape:
+        return float("inf")
+    if a.size == 0:
+        return 0.0
+    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+
+
+def report(recs_a, recs_b, label_a, label_b, per_param=True, out=print):
+    """Prints one block per step; returns [(abs loss diff, rel loss diff, max param diff)] per step."""
+    rows = []
+    for i, ((la, sa), (lb, sb)) in enumerate(zip(recs_a, recs_b), 1):
+        dl = abs(la - lb)
+        rel = dl / max(abs(lb), 1e-30)
+        diffs = {k: _maxdiff(sa[k], sb[k]) for k in sa if k in sb}
+        worst = max(diffs.items(), key=lambda kv: kv[1]) if diffs else ("-", 0.0)
+        out(f"step {i:3d}  loss {label_a} {la:.7f}  {label_b} {lb:.7f}  |diff| {dl:.2e} (rel {rel:.2e})  "
+            f"max |param diff| {worst[1]:.2e} ({worst[0]})")
+        if per_param:
+            items = [f"{k} {v:.1e}" for k, v in diffs.items()]
+            for j in range(0, len(items), 4):
+                out("          " + ", ".join(items[j:j + 4]))
+        rows.append((dl, rel, worst[1]))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=["digits", "charlm"], default="digits")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--devices", nargs=2, default=["cpu", "cl:0"], metavar=("A", "B"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", nargs="?", const="auto", default=None,
+                    help="run side B under this profile file (no value: a generated, deliberately different one)")
+    ap.add_argument("--vs-torch", action="store_true", help="compare side B (cltorch) against PyTorch on its CPU")
+    ap.add_argument("--no-dropout", action="store_true", help="turn dropout off (always off with --vs-torch)")
+    ap.add_argument("--quiet-params", action="store_true", help="print only the per-step summary line")
+    ap.add_argument("--batch-size", type=int, default=None, help="default: 64 (digits), 32 (charlm)")
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--block", type=int, default=128)
+    ap.add_argument("--d-model", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--side-b", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.side_b:
+        return _side_b_main(a.side_b)
+
+    cfg = {"batch_size": a.batch_size or (64 if a.model == "digits" else 32), "lr": a.lr, "block": a.block,
+           "d_model": a.d_model, "heads": a.heads, "layers": a.layers}
+    batches, cfg = make_batches(a.model, a.steps, a.seed, cfg)
+    init = initial_state(a.model, cfg, a.seed)
+    dropout = not (a.no_dropout or a.vs_torch)
+    dev_a, dev_b = a.devices
+    import cltorch
+    print(f"model {a.model}, {a.steps} steps, seed {a.seed}, dropout {'on' if dropout else 'off'}; "
+          f"{sum(v.size for k, v in init.items() if 'running' not in k and 'num_batches' not in k):,} values in "
+          f"the state dict")
+
+    if a.vs_torch:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            print("--vs-torch needs torch importable in this Python (pip install torch==2.13.0)")
+            return 2
+        print(f"A = torch {torch.__version__} on cpu, B = cltorch on {dev_b} "
+              f"({cltorch.cl.get_device_name(dev_b) if dev_b != 'cpu' else 'host'})")
+        ra = run_side("torch", "cpu", a.model, cfg, init, batches, a.seed, False)
+        rb = run_side("cltorch", dev_b, a.model, cfg, init, batches, a.seed, False)
+        rows = report(ra, rb, "torch", "cltorch", per_param=not a.quiet_params)
+        s1 = rows[0][1]
+        s20 = rows[19][1] if len(rows) >= 20 else None
+        ok = s1 <= 1e-5 and (s20 is None or s20 <= 1e-3)
+        print(f"relative loss difference: step 1 {s1:.2e} (want <= 1e-5)" +
+              (f", step 20 {s20:.2e} (want <= 1e-3)" if s20 is not None else "") +
+              f": {'OK' if ok else 'NOT MET'}")
+        return 0 if ok else 1
+
+    print(f"A = cltorch on {dev_a}, B = cltorch on {dev_b}")
+    ra = run_side("cltorch", dev_a, a.model, cfg, init, batches, a.seed, dropout)
+    if a.profile:
+        path = a.profile
+        tmpf = None
+        if path == "auto":
+            tmpf = tempfile.NamedTemporaryFile("w", suffix=".toml", prefix="cltorch-other-profile-", delete=False)
+            tmpf.write(different_profile(dev_b))
+            tmpf.close()
+            path = tmpf.name
+            print(f"side B runs under a generated profile ({path}):")
+            print("    " + Path(path).read_text().strip().replace("\n", "\n    "))
+        try:
+            rb, info = run_side_subprocess(dev_b, a.model, cfg, init, batches, a.seed, dropout, path)
+        finally:
+            if tmpf is not None:
+                os.unlink(tmpf.name)
+        print(info)
+    else:
+        rb = run_side("cltorch", dev_b, a.model, cfg, init, batches, a.seed, dropout)
+    rows = report(ra, rb, dev_a, dev_b + (" (other profile)" if a.profile else ""), per_param=not a.quiet_params)
+    worst = max(r[2] for r in rows)
+    bad = [i for i, r in enumerate(rows, 1) if not math.isfinite(r[0])]
+    print(f"largest parameter difference over {len(rows)} steps: {worst:.2e}; loss difference at the last step "
+          f"{rows[-1][0]:.2e}" + (f"; non-finite at steps {bad}" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
