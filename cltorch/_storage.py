@@ -80,7 +80,7 @@ class Storage:
         if hb is None:
             hb = self._hostbuf = self.runtime().host_buffer(self.host)
         # host memory must outlive the kernels queued on it: the runtime holds the storage until it syncs
-        self._rt.keep(self)
+        self.runtime().keep(self)
         return hb
 
     def host_sync(self):

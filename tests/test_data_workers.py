@@ -327,10 +327,26 @@ def test_pin_memory_thread_and_custom_batches(no_leaks):
 
 
 # ------------------------------------------------------------------------------------------ fork
+class Exponentiated(Dataset):
+    """A transform that needs an OpenCL kernel (exp), not only IEEE-exact arithmetic (which runs in numpy)."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return cltorch.from_numpy(self.x[i]).exp()
+
+
 def test_forced_fork_with_arithmetic_raises_instead_of_hanging():
-    (cltorch.ones(4) * 2).tolist()          # the parent uses OpenCL before forking
+    (cltorch.ones(4) * 2).exp().tolist()    # the parent uses OpenCL before forking
     x = np.ones((4, 4), np.float32)
-    dl = DataLoader(Normalized(x), batch_size=2, num_workers=1, multiprocessing_context="fork", timeout=60)
+    # small +-*/ transforms run on the host (numpy) and work even under fork
+    got = [b for b in DataLoader(Normalized(x), batch_size=2, num_workers=1, multiprocessing_context="fork")]
+    assert len(got) == 2
+    dl = DataLoader(Exponentiated(x), batch_size=2, num_workers=1, multiprocessing_context="fork", timeout=60)
     t0 = time.time()
     with pytest.raises(RuntimeError) as e:
         list(dl)
