@@ -99,6 +99,54 @@ inline ${CT} hsum_v(vec_t v)
 % endif
 }
 
+% if dropout:
+## Dropout inside the kernels: Philox4x32-10 (Salmon et al., SC 2011; the rounds of Random123's philox4x32, here on
+## vectors of blocks with 64-bit products instead of the mul_hi builtin, which PoCL calls out of line). Element
+## (bh, i, j) of the attention weights uses word (idx & 3) of block (idx >> 2), idx = (bh * L + i) * SP4 + j,
+## with SP4 = S rounded up to 4, counter = (ctr0 + block) (low word, high word, 0, 0) and key = (k0, k1): the
+## same numbers as cltorch.ops._philox_ref.random_words(seed, ctr0, ...). A weight is kept (and scaled by
+## pscale = 1 / (1 - p)) when its word is >= thr = ceil(p * 2^32).
+## high word of a 32 x 32 bit product from 16-bit halves (plain 32-bit vector arithmetic; mul_hi and 64-bit
+## converts are out-of-line calls on PoCL)
+#define mulhi_v(a, m) ((((a) >> 16) * ((m) >> 16)) + ((((a) >> 16) * ((m) & 0xFFFFu)) >> 16) + ((((a) & 0xFFFFu) * ((m) >> 16)) >> 16) + ((((((a) & 0xFFFFu) * ((m) & 0xFFFFu)) >> 16) + ((((a) >> 16) * ((m) & 0xFFFFu)) & 0xFFFFu) + ((((a) & 0xFFFFu) * ((m) >> 16)) & 0xFFFFu)) >> 16))
+<%def name="keep_vectors(out, rowbase, j0, nkeys)">
+    {
+<%
+        P = nkeys // 4
+        UP = "uint%d" % P
+        ULP = "ulong%d" % P
+        lanes_u = "(%s)(%s)" % (UP, ", ".join("%du" % b for b in range(P)))
+        UV = "uint%d" % VW if VW > 1 else "uint"
+        comps = "0123456789abcdef"
+%>\
+        ${UP} x0 = (${UP})((uint)(ctr0 + ((ulong)(${rowbase} + ${j0}) >> 2))) + ${lanes_u};
+        ${UP} x1 = (${UP})((uint)((ctr0 + ((ulong)(${rowbase} + ${j0}) >> 2)) >> 32));
+        x1 += x0 < ${lanes_u} ? (${UP})(1u) : (${UP})(0u);   // carry of the low word
+        ${UP} x2 = (${UP})(0u), x3 = (${UP})(0u);
+        uint kk0 = k0, kk1 = k1;
+        for (int rnd = 0; rnd < 10; ++rnd) {
+            ${UP} y0 = mulhi_v(x2, 0xCD9E8D57u) ^ x1 ^ (${UP})(kk0);
+            ${UP} y2 = mulhi_v(x0, 0xD2511F53u) ^ x3 ^ (${UP})(kk1);
+            x1 = x2 * 0xCD9E8D57u;
+            x3 = x0 * 0xD2511F53u;
+            x0 = y0;
+            x2 = y2;
+            kk0 += 0x9E3779B9u;
+            kk1 += 0xBB67AE85u;
+        }
+% for n in range(nkeys // VW):
+<%
+        words = []
+        for e in range(VW):
+            key = n * VW + e
+            words.append("x%d.s%s" % (key % 4, comps[key // 4]))
+%>\
+        ${out}_${n} = convert_${IDX}((${UV})(${", ".join(words)}) >= (${UV})(thr)) ? (vec_t)(pscale) : (vec_t)(0);
+% endfor
+    }
+</%def>
+% endif
+
 ## Pack: dst[b][a][c] (contiguous, a < AP, c < CP) = src[b0 * sb0 + h * sh + a * sa + c * sc] for a < A, c < C,
 ## else 0; b = b0 * NH + h. One work-item per destination row (b, a).
 __kernel void sdpa_pack(__global ${CT}* dst, __global const ${T}* src, long s_off, long sb0, long sh, long sa,
@@ -172,7 +220,11 @@ __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
                        __global const ${T}* Q, long q_off, long sqb, long sqh, long sql, long sqd,
                        __global const ${CT}* Kt, __global const ${CT}* Vp,
                        __global const ${MT}* Mk, long m_off, long smb, long smh, long sml, long sms,
-                       long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale, long SC)
+                       long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale, long SC
+% if dropout:
+                       , uint k0, uint k1, ulong ctr0, uint thr, ${CT} pscale, long SP4
+% endif
+                       )
 {
     long gid = get_global_id(0);
     if (gid >= total) return;
@@ -243,6 +295,12 @@ __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
         ${score_fixups("s", lambda i: "(i0 + %d)" % i, "j0", BM, BN)}
 % for i in range(BM):
         {
+% if dropout:
+% for n in range(NB):
+            vec_t kp_${n};
+% endfor
+            ${keep_vectors("kp", "(bh * L + i0 + %d) * SP4" % i, "j0", BN)}
+% endif
             ${CT} bm = hmax_v(s_${i}_0);
 % for n in range(1, NB):
             { ${CT} t = hmax_v(s_${i}_${n}); bm = t > bm ? t : bm; }
@@ -254,7 +312,11 @@ __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
 % for n in range(NB):
             vec_t p${n} = vexp(s_${i}_${n} - ms);
             ps += hsum_v(p${n});
+% if dropout:
+            pav[${i}][${n}] = p${n} * kp_${n};
+% else:
             pav[${i}][${n}] = p${n};
+% endif
 % endfor
             l_${i} = l_${i} * corr + ps;
             m_${i} = mn;
@@ -334,7 +396,11 @@ __kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl
                           __global const ${CT}* LSE, __global const ${CT}* Dlt,
                           __global const ${CT}* Kt, __global const ${CT}* Vt, __global const ${CT}* Kp,
                           __global const ${MT}* Mk, long m_off, long smb, long smh, long sml, long sms,
-                          long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale)
+                          long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale
+% if dropout:
+                       , uint k0, uint k1, ulong ctr0, uint thr, ${CT} pscale, long SP4
+% endif
+                       )
 {
     long gid = get_global_id(0);
     if (gid >= total) return;
@@ -402,9 +468,19 @@ __kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl
 % for i in range(BMQ):
         {
             ${CT} ls = lse[${i}] == ${NEG} ? (${CT})INFINITY : lse[${i}];
+% if dropout:
+% for n in range(NB):
+            vec_t kp_${n};
+% endfor
+            ${keep_vectors("kp", "(bh * L + i0 + %d) * SP4" % i, "j0", BN)}
+% endif
 % for n in range(NB):
             vec_t p${n} = vexp(s_${i}_${n} - ls);
+% if dropout:
+            pav[${i}][${n}] = p${n} * (t_${i}_${n} * kp_${n} - dl[${i}]);
+% else:
             pav[${i}][${n}] = p${n} * (t_${i}_${n} - dl[${i}]);
+% endif
 % endfor
         }
 % endfor
@@ -450,7 +526,11 @@ __kernel void sdpa_bwd_dkv(__global ${T}* DK, __global ${T}* DV,
                            __global const ${CT}* LSE, __global const ${CT}* Dlt,
                            __global const ${CT}* Kt, __global const ${CT}* Vt,
                            __global const ${MT}* Mk, long m_off, long smb, long smh, long sml, long sms,
-                           long L, long S, long SP, long H, long Hk, long nkb, long total, ${CT} scale)
+                           long L, long S, long SP, long H, long Hk, long nkb, long total, ${CT} scale
+% if dropout:
+                       , uint k0, uint k1, ulong ctr0, uint thr, ${CT} pscale, long SP4
+% endif
+                       )
 {
     long gid = get_global_id(0);
     if (gid >= total) return;
@@ -518,9 +598,21 @@ __kernel void sdpa_bwd_dkv(__global ${T}* DK, __global ${T}* DV,
             }
             ${score_fixups("s", lambda i: "(i0 + %d)" % i, "j0", BQ, BNK)}
 % for i in range(BQ):
+% if dropout:
 % for n in range(NBK):
+            vec_t kp${i}_${n};
+% endfor
+            ${keep_vectors("kp%d" % i, "(bh * L + i0 + %d) * SP4" % i, "j0", BNK)}
+% endif
+% for n in range(NBK):
+% if dropout:
+            vec_t pr_${i}_${n} = vexp(s_${i}_${n} - lse_${i});
+            vec_t p_${i}_${n} = pr_${i}_${n} * kp${i}_${n};
+            vec_t ds_${i}_${n} = pr_${i}_${n} * (t_${i}_${n} * kp${i}_${n} - dl_${i});
+% else:
             vec_t p_${i}_${n} = vexp(s_${i}_${n} - lse_${i});
             vec_t ds_${i}_${n} = p_${i}_${n} * (t_${i}_${n} - dl_${i});
+% endif
 % endfor
 % endfor
             for (int d = 0; d < ${EV}; ++d) {

@@ -182,7 +182,7 @@ def test_backend_selection_and_errors(device):
     qt, kt, vt = T(q, device), T(k, device), T(v, device)
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
         with pytest.raises(RuntimeError, match="No available kernel"):
-            sdpa(qt, kt, vt, dropout_p=0.5)
+            sdpa(qt, kt, vt, dropout_p=1.0)
         with pytest.raises(RuntimeError, match="No available kernel"):
             sdpa(qt.to(torch.float16) if False else qt, kt, vt, attn_mask=T(np.ones((2, 4), bool), device))
     with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
@@ -201,13 +201,77 @@ def test_backend_selection_and_errors(device):
 
 
 @on_devices
+def test_fused_dropout_matches_philox_reference(device):
+    """In-kernel dropout: the keep mask is the Philox stream of the default generator (one word per attention
+    weight, row-padded to a multiple of 4), so a numpy reference can rebuild it and check values and grads."""
+    from cltorch.ops import _philox_ref as REF
+    from cltorch.ops import random as R
+    rng = np.random.default_rng(7)
+    bshape, L, S, E, p = (2, 3), 13, 22, 8, 0.3
+    q, k, v, _ = _inputs(rng, bshape, L, S, E, E, None)
+    g = rng.standard_normal(bshape + (L, E)).astype(np.float32)
+    R.manual_seed(1234)
+    seed, off = R.default_generator.initial_seed(), R.default_generator._offset
+    qt, kt, vt = T(q, device, rg=True), T(k, device, rg=True), T(v, device, rg=True)
+    o = sdpa(qt, kt, vt, dropout_p=p, is_causal=True)
+    assert "Flash" in o.grad_fn.name()
+    sp4 = (S + 3) // 4 * 4
+    nblocks = 6 * L * sp4 // 4
+    assert R.default_generator._offset - off == nblocks
+    words = REF.random_words(seed, off, nblocks).reshape(bshape + (L, sp4))[..., :S]
+    keep = np.where(words >= np.uint32(np.ceil(p * 2 ** 32)), 1 / (1 - p), 0.0)
+    assert 0.6 < (keep > 0).mean() < 0.8
+    o.backward(T(g, device))
+    qd, kd, vd, gd = [a.astype(np.float64) for a in (q, k, v, g)]
+    s = qd @ np.swapaxes(kd, -1, -2) / np.sqrt(E)
+    s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+    pr = np.exp(s - s.max(-1, keepdims=True))
+    pr /= pr.sum(-1, keepdims=True)
+    np.testing.assert_allclose(A(o), (pr * keep) @ vd, rtol=1e-4, atol=1e-5)
+    dp = (gd @ np.swapaxes(vd, -1, -2)) * keep
+    ds = pr * (dp - (dp * pr).sum(-1, keepdims=True))
+    np.testing.assert_allclose(A(vt.grad), np.swapaxes(pr * keep, -1, -2) @ gd, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(A(qt.grad), ds @ kd / np.sqrt(E), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(A(kt.grad), np.swapaxes(ds, -1, -2) @ qd / np.sqrt(E), rtol=1e-4, atol=1e-5)
+    # the same seed gives the same output; the next call draws new counters
+    R.manual_seed(1234)
+    np.testing.assert_array_equal(A(sdpa(qt, kt, vt, dropout_p=p, is_causal=True)), A(o))
+    assert not np.allclose(A(sdpa(qt, kt, vt, dropout_p=p, is_causal=True)), A(o))
+
+
+@on_devices
+def test_fused_dropout_gradcheck_and_double_backward(device):
+    from cltorch.ops import random as R
+    rng = np.random.default_rng(8)
+    q = T(rng.standard_normal((1, 3, 4)), device, torch.float64, rg=True)
+    k = T(rng.standard_normal((1, 5, 4)), device, torch.float64, rg=True)
+    v = T(rng.standard_normal((1, 5, 2)), device, torch.float64, rg=True)
+
+    def f(q, k, v):
+        R.manual_seed(99)                       # the same dropout mask on every evaluation
+        with torch.enable_grad():
+            return sdpa(q, k, v, dropout_p=0.4)
+    assert "Flash" in f(q, k, v).grad_fn.name()
+    assert gradcheck(f, (q, k, v))
+    assert gradgradcheck(f, (q, k, v))
+
+
+@on_devices
 def test_math_path_dropout(device):
-    if not hasattr(torch.Tensor, "bernoulli_"):
-        pytest.skip("the Philox RNG ops (Tensor.bernoulli_) are not in this build")
+    """The math path draws its mask with Tensor.bernoulli_ from the default generator: rebuild it with the numpy
+    Philox reference and compare."""
+    from cltorch.ops import _philox_ref as REF
+    from cltorch.ops import random as R
     rng = np.random.default_rng(6)
     q, k, v, _ = _inputs(rng, (2, 2), 8, 8, 8, 8, None)
-    o0 = A(sdpa(T(q, device), T(k, device), T(v, device)))
-    o1 = A(sdpa(T(q, device), T(k, device), T(v, device), dropout_p=0.5))
-    assert o1.shape == o0.shape and not np.allclose(o0, o1)
-    o2 = A(sdpa(T(q, device), T(k, device), T(v, device), dropout_p=1.0))
+    R.manual_seed(5)
+    off = R.default_generator._offset
+    with sdpa_kernel(SDPBackend.MATH):
+        o1 = A(sdpa(T(q, device), T(k, device), T(v, device), dropout_p=0.5))
+        o2 = A(sdpa(T(q, device), T(k, device), T(v, device), dropout_p=1.0))
+    keep = REF.bernoulli(5, off, 4 * 64, p=0.5, dtype=np.float32).reshape(2, 2, 8, 8).astype(np.float64)
+    s_ = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) / np.sqrt(8)
+    pr = np.exp(s_ - s_.max(-1, keepdims=True))
+    pr /= pr.sum(-1, keepdims=True)
+    np.testing.assert_allclose(o1, (pr * keep * 2.0) @ v, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(o2, 0.0)

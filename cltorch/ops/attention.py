@@ -15,11 +15,17 @@ pairs that take part (True), a float one is added to the scores; ``is_causal`` m
 when L != S) and combines with ``attn_mask``; a query row whose keys are all masked gives zeros and zero
 gradients (torch 2.13). ``enable_gqa`` lets key/value have fewer heads (dim -3) than query, a divisor of them.
 
+Dropout (``dropout_p > 0``) runs inside the fused kernels: each attention weight (bh, i, j) is kept with
+probability 1 - p according to one word of the Philox4x32-10 stream of the default generator
+(``cltorch.ops.random``; element index ``(bh * L + i) * S4 + j`` with S4 = S rounded up to 4), so the forward and
+the backward kernels draw the same mask, a seed reproduces it on every device, and the generator's offset
+advances by the blocks used. The math path draws its mask with ``Tensor.bernoulli_``; the two paths give
+different masks for the same seed (as PyTorch's backends do).
+
 Dispatch: the fused path runs when FLASH_ATTENTION is enabled and the inputs fit (float32/float64, head dims up
-to the profile's ``max_head_dim``, ``dropout_p == 0``, key/value batch dims equal to query's or grouped by
-``enable_gqa``, the mask not requiring grad); otherwise the math path when MATH is enabled; otherwise
-RuntimeError. Dropout inside the fused kernel is not implemented yet (no Philox generator state exists in the
-core): ``dropout_p > 0`` runs the math path, whose dropout needs ``Tensor.bernoulli_``.
+to the profile's ``max_head_dim``, ``dropout_p < 1``, key/value batch dims equal to query's or grouped by
+``enable_gqa``, the mask broadcastable to (..., L, S) and not requiring grad); otherwise the math path when MATH
+is enabled (it also gives a float mask its gradient); otherwise RuntimeError ("No available kernel").
 """
 import contextlib
 import enum
@@ -153,7 +159,48 @@ def _tparams(dt, ct, cfg, tiles):
     up = lambda n: ((n + vw - 1) // vw) * vw   # noqa: E731
     mt = "uchar" if cfg.mask_kind == "bool" else dt.cl
     return dict(T=dt.cl, CT=ct.cl, E=cfg.E, EV=cfg.EV, EVP=up(cfg.EV), EP=up(cfg.E), mask=cfg.mask_kind, MT=mt,
-                causal=bool(cfg.causal), types=types_of(dt, ct), **tiles)
+                causal=bool(cfg.causal), dropout=cfg.dropout is not None, types=types_of(dt, ct), **tiles)
+
+
+def _drop_types(ct, cfg):
+    return [np.uint32, np.uint32, np.uint64, np.uint32, _np_ct(ct), np.int64] if cfg.dropout is not None else []
+
+
+def _drop_args(ct, cfg):
+    """Kernel arguments of the in-kernel dropout: key, first counter, threshold, scale, padded row length."""
+    if cfg.dropout is None:
+        return []
+    k0, k1, ctr0, thr, pscale, sp4 = cfg.drop_args
+    return [np.uint32(k0), np.uint32(k1), np.uint64(ctr0), np.uint32(thr), _np_ct(ct)(pscale), np.int64(sp4)]
+
+
+def _setup_dropout(cfg, p):
+    """Draw the Philox counters of this call from the default generator (cltorch.ops.random): one block of four
+    words per four attention weights of each (padded) row."""
+    from . import random as R
+    from . import _philox_ref as REF
+    sp4 = _round(cfg.S, 4)
+    nblocks = cfg.B0 * cfg.H * cfg.L * sp4 // 4
+    g = R.default_generator
+    seed = g._seed
+    ctr0 = g._take(nblocks)
+    k0, k1 = REF.key_from_seed(seed)
+    thr = int(math.ceil(p * 2.0 ** 32))
+    cfg.dropout = float(p)
+    cfg.drop_args = (int(k0), int(k1), int(ctr0), thr, 1.0 / (1.0 - p), sp4)
+    cfg.drop_seed = seed
+
+
+def _keep_tensor(cfg, like):
+    """The fused kernels' dropout multipliers (keep / (1 - p), or 0) as a (..., L, S) tensor, recomputed on the
+    host from the same Philox words (cltorch.ops._philox_ref); used by the composed double backward."""
+    from . import _philox_ref as REF
+    from .creation import tensor
+    k0, k1, ctr0, thr, pscale, sp4 = cfg.drop_args
+    BH = cfg.B0 * cfg.H
+    words = REF.random_words(cfg.drop_seed, ctr0, BH * cfg.L * sp4 // 4).reshape(BH, cfg.L, sp4)[:, :, :cfg.S]
+    keep = np.where(words >= np.uint32(thr), pscale, 0.0).reshape(tuple(cfg.qbatch) + (cfg.L, cfg.S))
+    return tensor(keep, dtype=like.dtype, device=like.device)
 
 
 def _tiles(rt, ct):
@@ -185,7 +232,8 @@ _SC = {}
 
 # ---------------------------------------------------------------------------------------------- fused path
 class _Cfg:
-    __slots__ = ("nbatch", "B0", "H", "Hk", "L", "S", "E", "EV", "mask_kind", "causal", "scale")
+    __slots__ = ("nbatch", "B0", "H", "Hk", "L", "S", "E", "EV", "mask_kind", "causal", "scale", "dropout", "drop_args",
+                 "drop_seed", "qbatch")
 
 
 def _mask_strides(mask, cfg, qshape):
@@ -225,13 +273,13 @@ def _fwd_launch(q, k, v, mask, cfg):
     q2, sqb, sqh = _two_level(q, cfg.nbatch)
     m2, m_off, smb, smh, sml, sms = _mask_strides(mask, cfg, q._shape)
     kk = kernel(rt, "sdpa.cl.mako", "sdpa_fwd",
-                [None, None, None] + [_L] * 5 + [None, None, None] + [_L] * 5 + [_L] * 7 + [_np_ct(ct), _L],
-                **params)
+                [None, None, None] + [_L] * 5 + [None, None, None] + [_L] * 5 + [_L] * 7 + [_np_ct(ct), _L]
+                + _drop_types(ct, cfg), **params)
     mb = m2._storage.cl_buffer() if m2 is not None else q2._storage.cl_buffer()
     launch(rt, kk, total, ls, out._storage.cl_buffer(), lse._storage.cl_buffer(), q2._storage.cl_buffer(),
            q2._offset, sqb, sqh, q2._stride[-2], q2._stride[-1], kt._storage.cl_buffer(), vp._storage.cl_buffer(),
            mb, m_off, smb, smh, sml, sms, cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale), SC,
-           host=is_host(q2, out))
+           *_drop_args(ct, cfg), host=is_host(q2, out))
     return out, lse
 
 
@@ -278,7 +326,7 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
         if total:
             kk = kernel(rt, "sdpa.cl.mako", "sdpa_bwd_dq",
                         [None] + [_L] * 3 + [None] + [_L] * 5 + [None] + [_L] * 5 + [None] * 5 + [None] + [_L] * 5
-                        + [_L] * 7 + [_np_ct(ct)],
+                        + [_L] * 7 + [_np_ct(ct)] + _drop_types(ct, cfg),
                         **pq)
             dqs = dq._stride
             launch(rt, kk, total, ls, dq._storage.cl_buffer(), dqs[-3] * cfg.H if cfg.nbatch >= 2 else 0,
@@ -287,7 +335,8 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
                    g2._storage.cl_buffer(), g2._offset, sdb, sdh, g2._stride[-2], g2._stride[-1],
                    lse._storage.cl_buffer(), dlt._storage.cl_buffer(), kt._storage.cl_buffer(),
                    vt._storage.cl_buffer(), kp._storage.cl_buffer(), mb, m_off, smb, smh, sml, sms,
-                   cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale), host=host)
+                   cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale), *_drop_args(ct, cfg),
+                   host=host)
         else:
             dq = dq.zero_() if dq.numel() else dq
     if needs[1] or needs[2]:
@@ -301,14 +350,15 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
         if total:
             kk = kernel(rt, "sdpa.cl.mako", "sdpa_bwd_dkv",
                         [None, None] + [None] + [_L] * 5 + [None] + [_L] * 5 + [None] * 4 + [None] + [_L] * 5
-                        + [_L] * 7 + [_np_ct(ct)],
+                        + [_L] * 7 + [_np_ct(ct)] + _drop_types(ct, cfg),
                         **pk)
             launch(rt, kk, total, ls, dk._storage.cl_buffer(), dv._storage.cl_buffer(),
                    q2._storage.cl_buffer(), q2._offset, sqb, sqh, q2._stride[-2], q2._stride[-1],
                    g2._storage.cl_buffer(), g2._offset, sdb, sdh, g2._stride[-2], g2._stride[-1],
                    lse._storage.cl_buffer(), dlt._storage.cl_buffer(), kt._storage.cl_buffer(),
                    vt._storage.cl_buffer(), mb, m_off, smb, smh, sml, sms,
-                   cfg.L, cfg.S, SPk, cfg.H, cfg.Hk, nkb, total, _np_ct(ct)(cfg.scale), host=host)
+                   cfg.L, cfg.S, SPk, cfg.H, cfg.Hk, nkb, total, _np_ct(ct)(cfg.scale), *_drop_args(ct, cfg),
+                   host=host)
         else:
             dk = dk.zero_() if dk.numel() else dk
             dv = dv.zero_() if dv.numel() else dv
@@ -354,8 +404,13 @@ def _composed_grads(g, q, k, v, mask, cfg):
     if bias is not None:
         s = s + bias
     p = safe_softmax(s, -1)
-    dv = _matmul(p.transpose(-2, -1), g)
-    dp = _matmul(g, vv.transpose(-2, -1))
+    if cfg.dropout is not None:
+        keep = _keep_tensor(cfg, q)
+        dv = _matmul((p * keep).transpose(-2, -1), g)
+        dp = _matmul(g, vv.transpose(-2, -1)) * keep
+    else:
+        dv = _matmul(p.transpose(-2, -1), g)
+        dp = _matmul(g, vv.transpose(-2, -1))
     ds = p * (dp - (dp * p).sum(-1, keepdim=True))
     dq = _matmul(ds, kk) * cfg.scale
     dk = _matmul(ds.transpose(-2, -1), q) * cfg.scale
@@ -457,9 +512,13 @@ def _flash_config(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
     dt = query.dtype
     if dt not in (D.float32, D.float64):
         return None, f"dtype {dt.name} (the fused kernel takes float32 and float64)"
-    if dropout_p > 0.0:
-        return None, "dropout_p > 0 (not in the fused kernel yet)"
+    if dropout_p >= 1.0:
+        return None, "dropout_p = 1"
     rt = query._runtime()
+    if dropout_p > 0.0:
+        tl = _tiles(rt, compute_dtype(dt))
+        if not all(n % 4 == 0 and n // 4 in (2, 4, 8, 16) for n in (tl["BN"], tl["BNK"])):
+            return None, "dropout with the profile's key blocks (block_n / 4 must be 2, 4, 8 or 16)"
     maxd = int(rt.profile.get_value("sdpa", "max_head_dim", 256))
     E, EV = query._shape[-1], value._shape[-1]
     if E > maxd or EV > maxd or E == 0 or EV == 0:
@@ -494,6 +553,10 @@ def _flash_config(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
     cfg.mask_kind = "none" if attn_mask is None else ("bool" if attn_mask.dtype is D.bool else "float")
     cfg.causal = bool(is_causal)
     cfg.scale = float(scale)
+    cfg.dropout = None
+    cfg.drop_args = None
+    cfg.drop_seed = None
+    cfg.qbatch = tuple(qb)
     return cfg, None
 
 
@@ -504,8 +567,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev), same dtype. attn_mask broadcastable to
     (..., L, S): bool (True = the pair takes part) or float (added to the scores). dropout_p: dropout on the
-    attention weights (math path). is_causal: mask the pairs j > i (top-left aligned when L != S), combined with
-    attn_mask. scale: defaults to 1/sqrt(E). enable_gqa: key/value may have H/k heads for query's H (dim -3).
+    attention weights (in the fused kernel, from the default Philox generator). is_causal: mask the pairs j > i
+    (top-left aligned when L != S), combined with attn_mask. scale: defaults to 1/sqrt(E). enable_gqa: key/value may have H/k heads for query's H (dim -3).
     A query row with every key masked gives zeros (and zero gradients). Runs the fused flash-style kernel when it
     fits (see the module docstring), else the math path; ``sdpa_kernel`` restricts the choice. Raises RuntimeError
     for mismatched shapes or dtypes, or when no enabled backend can run the inputs.
@@ -520,6 +583,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if b == SDPBackend.FLASH_ATTENTION:
             cfg, why = _flash_config(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
             if cfg is not None:
+                if dropout_p > 0.0:
+                    _setup_dropout(cfg, dropout_p)
                 m = attn_mask.detach() if attn_mask is not None and attn_mask.requires_grad else attn_mask
                 return call(_flash_op, query, key, value, m, cfg)
         elif b == SDPBackend.MATH:
