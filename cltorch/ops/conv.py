@@ -334,10 +334,12 @@ def _gemm_conv(x, w, b, geom):
         col = tmp(nb * G * Kg * P * isz)
         for n0 in range(0, N, nb):
             m = min(nb, N - n0)
-            _im2col(rt, dt, idx, x, n0, m, geom, col, 0, G * Kg * P, Kg * P, P, 1)
+            # rows of k per position (each work-item writes contiguously: what PoCL's CPU device needs);
+            # the GEMM reads the transposed view (k, p) -> p*Kg + k
+            _im2col(rt, dt, idx, x, n0, m, geom, col, 0, G * Kg * P, Kg * P, 1, Kg)
             for g in range(G):
                 gemm(rt, Og, P, Kg, (wbuf, w._offset + g * Og * Kg, Kg, 1, 0),
-                     (col, g * Kg * P, P, 1, G * Kg * P),
+                     (col, g * Kg * P, 1, Kg, G * Kg * P),
                      (ybuf, y._offset + (n0 * O + g * Og) * P, P, 1, O * P), 1.0, beta, m, npdt)
     tmp.done()
     _finish(rt, x, w, b, y)
