@@ -830,6 +830,8 @@ def full_like_value(out, value):
         out._host_view()[...] = value
         return out
     cdt = _ct(out.dtype)
+    if not cdt.is_floating_point:   # the kernel's scalar argument has the tensor's integer type
+        value = int(value) if math.isfinite(value) else 0
     return pointwise("x0", [value], out.dtype, cdt, out=out, shape=out._shape)
 
 
