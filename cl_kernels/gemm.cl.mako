@@ -2,24 +2,33 @@
 ##
 ## Every operand is addressed as  base[off + b*bs + row*rs + col*cs]  (element strides), so transposed and
 ## other strided views are read in place. Parameters (all from the device profile, see cltorch/ops/_gemm.py):
+##   kind    "main": the GEMM kernel gemm_main;  "pack": the panel-packing kernel gemm_pack
 ##   dt      storage type of A, B, C: "float", "double" or "half" (half is read with vload_half and
-##           accumulated in float; it needs no cl_khr_fp16)
+##           written with vstore_half_rte, accumulated in float; it needs no cl_khr_fp16)
 ##   acc     accumulation type: "float" or "double"
 ##   idx     index type: "int" or "long" (long when an operand spans more than 2^31 elements)
 ##   use_local 0: register blocking without local memory (CPU devices).
 ##           1: work-group tiles staged in local memory (GPUs).
+## The names of the kernels not rendered still get (dummy) values: the template is strict.
+##
+## kind == "pack": P[b][p][k][r] = S[b][p*R + r][k] with R = lanes_n, zero past L lanes; kb k-steps per
+##   work-item; contig ("lane", "k" or "") says which source direction has unit stride, so that the copy
+##   loops read along it and the compiler sees the unit stride.
 ##
 ## use_local == 0 (register-blocked, the CPU path; BLIS-style micro-kernel, see Van Zee & van de Geijn,
 ## "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM TOMS 41(3), 2015):
 ##   mr      rows of C per work-item;  vw  vector width;  nv  vectors per row: nr = nv*vw columns
 ##   a_mode  "strided": A read through its strides (rows past M are clamped to row M-1 and not stored);
-##           "packed":  A read from a panel buffer made by gemm_pack_a: [b][M/mr][K][mr], zero padded.
-##   b_mode  "packed":  B read from a panel buffer made by gemm_pack_b: [b][N/nr][K][nr], zero padded,
-##                      in the accumulation type, so every k step is nv aligned vector loads;
+##           "packed":  A read from panels made by gemm_pack: [b][M/mr][K][mr], zero padded.
+##   b_mode  "packed":  B read from panels made by gemm_pack: [b][N/nr][K][nr], zero padded, in the
+##                      accumulation type, so every k step is nv aligned vector loads;
 ##           "direct":  B read in place with vector loads (host guarantees cs == 1, N % nr == 0 and
 ##                      vector-aligned off, rs, bs).
 ##   ku      unroll factor of the k loop (0: leave it to the compiler)
-##   Work-item (x, y, z) computes rows [x*mr, x*mr+mr), columns [y*nr, y*nr+nr) of batch z.
+##   kc, tm  kc == 0: work-item (x, y, z) computes the mr x nr tile at row panel x, column panel y of
+##           batch z, over all of K.  kc > 0: work-item (x, y, z) computes tm tiles stacked along M
+##           (column panel x, row group y), K in blocks of kc, so each kc x nr slice of B is reused
+##           from L1 by the tm tiles; partial sums wait in a private array between blocks.
 ##
 ## use_local == 1 (textbook local-memory tiling; Volkov & Demmel, "Benchmarking GPUs to tune dense linear
 ## algebra", SC 2008, for the register tile per work-item):

@@ -27,7 +27,14 @@ Profile layout (``devices/*.toml``)::
     sizes_f64 = [ ... ]  # the same for float64 (falls back to `sizes` with the vector width halved)
 
 ``b_mode = "auto"`` reads B in place when that is allowed (unit column stride, ``N % nr == 0``,
-aligned offset and strides) and packs it otherwise. For ``local = 1`` a row holds ``lx, ly, mr, nr, tk``.
+aligned offset and strides) and packs it otherwise. Optional keys of a ``local = 0`` row: ``kc`` and
+``tm`` (K blocking: each work-item computes ``tm`` tiles stacked along M, K in blocks of ``kc``; 0 = off),
+``ku`` (k-loop unroll pragma), ``pack_k`` (k steps per pack work-item, 8) and ``pack_local`` (pack
+work-group size, 16). ``lx, ly`` are the main kernel's work-group shape (launch dim 0 runs over row
+panels, or over column panels when ``kc > 0``). For ``local = 1`` a row holds ``lx, ly, mr, nr, tk``.
+
+Products with fewer rows than one tile and a transposed B (``x @ W.T`` for a small batch) run as
+``C^T = B^T A^T``, so the big operand is read in place rather than packed.
 
 Every kernel and every launch plan is cached: a repeated call with the same shapes and strides costs a
 dict lookup plus the enqueues (a few microseconds each). Nothing here waits for the device.
