@@ -153,7 +153,7 @@ def _better(is_max, floating):
 
 def _minmax_dim_fwd(is_max):
     def fwd(ctx, x, dim, keepdim):
-        if x.numel() == 0 or (x.dim() and x._shape[x._wrap(dim)] == 0):
+        if x.dim() and x._shape[x._wrap(dim)] == 0:      # other dims may be empty: then so is the result
             raise IndexError(f"{'max' if is_max else 'min'}(): Expected reduction dim {dim} to have non-zero size.")
         dims = normalize_dims(dim, x.dim())
         ct = _ct(x.dtype)
