@@ -185,8 +185,13 @@ def _amax_fwd(is_max):
     def fwd(ctx, x, dim, keepdim):
         dims = normalize_dims(dim, x.dim())
         if x.numel() == 0:
-            raise RuntimeError(f"{'amax' if is_max else 'amin'}(): Expected reduction dim to be specified for "
-                               "input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+            name = "amax" if is_max else "amin"
+            if dim is None or dim == () or dim == []:
+                raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                                   "Specify the reduction dim with the 'dim' argument.")
+            for d in dims:          # PyTorch: only an empty reduction dim is an error; the result may be empty
+                if x._shape[d] == 0:
+                    raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         ct = _ct(x.dtype)
         if ct.is_floating_point:
             comb = "nan_max_f(a, b)" if is_max else "nan_min_f(a, b)"
