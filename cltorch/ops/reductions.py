@@ -365,6 +365,8 @@ def logsumexp(input, dim, keepdim=False):  # noqa: A002
     """``log(sum(exp(x)))`` over ``dim``, stable: subtracts the max first; all -inf gives -inf, not nan."""
     from .pointwise import where
     x = input if input.dtype.is_floating_point else input.to(D.get_default_dtype())
+    if x.numel() == 0:              # no max to subtract; an empty reduction gives log(0) = -inf (PyTorch)
+        return x.exp().sum(dim, keepdim).log()
     m = x.amax(dim, keepdim=True).detach()
     m = where(m.isinf(), 0.0, m)
     s = (x - m).exp().sum(dim, keepdim=True).log() + m
