@@ -1240,6 +1240,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     name = f"cltorch.load: '{os.fsdecode(f)}'" if isinstance(f, (str, bytes, os.PathLike)) else \
         "cltorch.load: the checkpoint"
     zf, stream, prefix, path = _open_archive(f, name)
+    loader = None
     try:
         if mmap and path is None:
             raise ValueError("cltorch.load: mmap=True needs f to be a path")
@@ -1254,6 +1255,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             result = result.storage()
         return result
     finally:
+        if loader is not None:
+            # the loader and its _Pending records refer to each other: break the cycle, so the storages that the
+            # caller drops (a state dict copied into a model) free their device memory now, not at the next gc
+            loader.pending.clear()
+            loader._raw.clear()
         if path is not None:
             stream.close()
 
