@@ -46,7 +46,8 @@ _WORKER = textwrap.dedent("""
 
 def test_concurrent_cold_builds_agree(tmp_path):
     cache = tmp_path / "cltorch-cache"
-    env = dict(os.environ, CLTORCH_CACHE_DIR=str(cache), PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, CLTORCH_CACHE_DIR=str(cache),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("CLTORCH_NO_DISK_CACHE", None)
     go = tmp_path / "go"
     procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(go)], stdout=subprocess.PIPE,

@@ -21,7 +21,7 @@ import pytest
 import cltorch as torch
 import cltorch.nn as nn
 import cltorch.nn.functional as F
-from conftest import DEVICES, to_np
+from conftest import to_np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -198,7 +198,8 @@ def test_fp16_without_the_extension(device, monkeypatch):
 # ------------------------------------------------------------------------------------------ devices
 def test_mixed_devices_name_both():
     a, b = torch.ones(3), torch.ones(3, device="cl:0")
-    for fn in (lambda: a + b, lambda: b * a, lambda: torch.cat([a, b]), lambda: torch.ones(3, 3) @ torch.ones(3, 3, device="cl:0"),
+    for fn in (lambda: a + b, lambda: b * a, lambda: torch.cat([a, b]),
+               lambda: torch.ones(3, 3) @ torch.ones(3, 3, device="cl:0"),
                lambda: torch.where(b > 0, a, b), lambda: torch.gather(b, 0, torch.tensor([0]))):
         msg = _raises(RuntimeError, fn)
         assert "cpu" in msg and "cl:0" in msg, msg
