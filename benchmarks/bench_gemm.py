@@ -116,8 +116,11 @@ def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, 
         # the ratio is the median of each round's ratio: both sides of a round saw the same load
         ratio = statistics.median(x / y for x, y in zip(go, gn))
         plan = _gemm._plans.get(next(k for k in _gemm._plans if k[2:6] == (n, n, n, 1) and k[0] is rt))
-        keys = ("mr", "nr", "tk") if plan.params["use_local"] else ("mr", "nv", "vw", "a_mode", "b_mode")
+        keys = ("mr", "nr", "tk") if plan.params["use_local"] else ("mr", "nv", "vw", "kc", "tm")
         cfg = {k: plan.params[k] for k in keys}
+        if not plan.params["use_local"]:
+            cfg["A"] = "packed" if plan.pack_a else "in place"
+            cfg["B"] = "packed" if plan.pack_b else "in place"
         cfg.update({"lx": plan.main[2][0], "ly": plan.main[2][1]})
         bar = BARS.get(n)
         ok = "" if bar is None else (f">= {bar} ok" if ratio >= bar else f">= {bar} MISSED")

@@ -2,33 +2,37 @@
 ##
 ## Every operand is addressed as  base[off + b*bs + row*rs + col*cs]  (element strides), so transposed and
 ## other strided views are read in place. Parameters (all from the device profile, see cltorch/ops/_gemm.py):
-##   kind    "main": the GEMM kernel gemm_main;  "pack": the panel-packing kernel gemm_pack
 ##   dt      storage type of A, B, C: "float", "double" or "half" (half is read with vload_half and
 ##           written with vstore_half_rte, accumulated in float; it needs no cl_khr_fp16)
 ##   acc     accumulation type: "float" or "double"
 ##   idx     index type: "int" or "long" (long when an operand spans more than 2^31 elements)
 ##   use_local 0: register blocking without local memory (CPU devices).
 ##           1: work-group tiles staged in local memory (GPUs).
-## The names of the kernels not rendered still get (dummy) values: the template is strict.
-##
-## kind == "pack": P[b][p][k][r] = S[b][p*R + r][k] with R = lanes_n, zero past L lanes; kb k-steps per
-##   work-item; contig ("lane", "k" or "") says which source direction has unit stride, so that the copy
-##   loops read along it and the compiler sees the unit stride.
+## The names used only by the other path still get (dummy) values: the template is strict.
 ##
 ## use_local == 0 (register-blocked, the CPU path; BLIS-style micro-kernel, see Van Zee & van de Geijn,
 ## "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM TOMS 41(3), 2015):
 ##   mr      rows of C per work-item;  vw  vector width;  nv  vectors per row: nr = nv*vw columns
-##   a_mode  "strided": A read through its strides (rows past M are clamped to row M-1 and not stored);
-##           "packed":  A read from panels made by gemm_pack: [b][M/mr][K][mr], zero padded.
-##   b_mode  "packed":  B read from panels made by gemm_pack: [b][N/nr][K][nr], zero padded, in the
-##                      accumulation type, so every k step is nv aligned vector loads;
-##           "direct":  B read in place with vector loads (host guarantees cs == 1, N % nr == 0 and
-##                      vector-aligned off, rs, bs).
+##   The micro-kernel reads A and B through run-time strides, with one more stride per operand: the
+##   distance between panels (a_ps between row panels of mr rows, b_ps between column panels of nr
+##   columns). The same code therefore reads
+##     A in place (a_ps = mr*a_rs), or packed panels [M/mr][K][mr] (a_ps = K*mr; a_mode "packed");
+##     B in place (b_ps = nr; needs unit column stride, N % nr == 0 and vector-aligned offset and
+##     strides), or packed panels [N/nr][K][nr] (b_rs = nr, b_ps = K*nr).
+##   Rows past M are clamped to row M-1 (read, never stored); packed panels are zero padded.
+##   a_mode  "packed": A is read from packed panels with compile-time offsets (one pointer increment per
+##           k step: measured faster than six run-time-strided row pointers); "strided": in place.
+##   b_mode  the element type B is read as: "any" when dt == acc (one program serves in-place and
+##           packed B); for half "direct" or "packed" (packed panels hold the accumulation type).
 ##   ku      unroll factor of the k loop (0: leave it to the compiler)
 ##   kc, tm  kc == 0: work-item (x, y, z) computes the mr x nr tile at row panel x, column panel y of
 ##           batch z, over all of K.  kc > 0: work-item (x, y, z) computes tm tiles stacked along M
 ##           (column panel x, row group y), K in blocks of kc, so each kc x nr slice of B is reused
 ##           from L1 by the tm tiles; partial sums wait in a private array between blocks.
+##   kb      k steps per work-item of the pack kernels gemm_pack_{a,b}_{lane,k,any}, which copy an
+##           operand into panels: P[b][p][k][r] = S[b][lane p*R + r][k] (R = mr for A, nr for B), zero
+##           past the last lane. "lane"/"k" name the source direction with unit stride (the copy loops
+##           read along it, and the compiler sees the unit stride); "any" is the general case.
 ##
 ## use_local == 1 (textbook local-memory tiling; Volkov & Demmel, "Benchmarking GPUs to tune dense linear
 ## algebra", SC 2008, for the register tile per work-item):
@@ -38,24 +42,22 @@
 ##   a_kfast / b_kfast: the cooperative loads walk k fastest (set when that operand is contiguous in k).
 ##   Work-item (x, y, z): group (gx, gy) covers columns [gx*lx*nr, ...) and rows [gy*ly*mr, ...).
 <%
-    if dt == "half":
-        def ld(ptr, i):
-            return "vload_half(%s, %s)" % (i, ptr)
-        def ldv(ptr, i, n):
-            return "vload_half%d(0, %s + (%s))" % (n, ptr, i) if n > 1 else "vload_half(%s, %s)" % (i, ptr)
-        def st(ptr, i, v):
-            return "vstore_half_rte(%s, %s, %s)" % (v, i, ptr)
-        def stv(ptr, i, v, n):
-            return "vstore_half%d_rte(%s, 0, %s + (%s))" % (n, v, ptr, i) if n > 1 else "vstore_half_rte(%s, %s, %s)" % (v, i, ptr)
-    else:
-        def ld(ptr, i):
-            return "(%s)%s[%s]" % (acc, ptr, i)
-        def ldv(ptr, i, n):
-            return "*(__global const %s%s*)(%s + (%s))" % (dt, n if n > 1 else "", ptr, i)
-        def st(ptr, i, v):
-            return "%s[%s] = %s" % (ptr, i, v)
-        def stv(ptr, i, v, n):
-            return "*(__global %s%s*)(%s + (%s)) = %s" % (dt, n if n > 1 else "", ptr, i, v)
+    from types import SimpleNamespace
+    def make_io(t):
+        """Load/store helpers for elements stored as type t, computed in acc."""
+        if t == "half":
+            return SimpleNamespace(
+                ld=lambda p, i: "vload_half(%s, %s)" % (i, p),
+                ldv=lambda p, i, n: ("vload_half%d(0, %s + (%s))" % (n, p, i)) if n > 1 else "vload_half(%s, %s)" % (i, p),
+                st=lambda p, i, v: "vstore_half_rte(%s, %s, %s)" % (v, i, p),
+                stv=lambda p, i, v, n: ("vstore_half%d_rte(%s, 0, %s + (%s))" % (n, v, p, i)) if n > 1 else "vstore_half_rte(%s, %s, %s)" % (v, i, p))
+        return SimpleNamespace(
+            ld=lambda p, i: "(%s)%s[%s]" % (acc, p, i),
+            ldv=lambda p, i, n: "*(__global const %s%s*)(%s + (%s))" % (t, n if n > 1 else "", p, i),
+            st=lambda p, i, v: "%s[%s] = %s" % (p, i, v),
+            stv=lambda p, i, v, n: "*(__global %s%s*)(%s + (%s)) = %s" % (t, n if n > 1 else "", p, i, v))
+    io = make_io(dt)
+    ld, st = io.ld, io.st
     lanes = "0123456789abcdef"
 %>
 #pragma OPENCL FP_CONTRACT ON
@@ -64,20 +66,24 @@
 % endif
 typedef ${idx} I;
 
-% if kind == "pack":
+% if use_local == 0:
 <%
-    R = lanes_n
+    NR = nv * vw
+    vt = acc + (str(vw) if vw > 1 else "")
+    at = acc if a_mode == "packed" else dt          # element type A is read as
+    bt = acc if b_mode == "packed" else dt
+    aio, bio = make_io(at), make_io(bt)
+    def lane(v, e):
+        return v if vw == 1 else "%s.s%s" % (v, lanes[e])
+    g = SimpleNamespace(io=io, aio=aio, bio=bio, lane=lane, NR=NR, vt=vt, at=at, bt=bt)
+%>
+<%def name="pack_kernel(g, name, R, contig)">
+<%
     ls = "1" if contig == "lane" else "ls"
     ks = "1" if contig == "k" else "ks"
 %>
-// Packs one operand into panels of R lanes:  P[b][p][k][r] = S[b][lane p*R + r][k], zero past L lanes.
-// For A the lanes are rows (lane stride a_rs, k stride a_cs); for B they are columns (b_cs, b_rs).
-// Work-item (x, y, z) copies the R x ${kb} block at k = x*${kb} of panel y (x and y swapped when
-// contig is "lane"), batch z. contig = "${contig}":
-// the source is contiguous along ${"k" if contig == "k" else "the lanes" if contig == "lane" else "neither"},
-// and the loops below read along that direction (the written block, R*${kb} elements, stays in L1).
-__kernel void gemm_pack(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, int L, int K,
-                        __global ${acc}* P, I p_bs)
+__kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, int L, int K,
+                      __global ${acc}* P, I p_bs)
 {
 % if contig == "lane":
     // neighbouring work-items take neighbouring panels: together they stream along the source's rows
@@ -94,85 +100,53 @@ __kernel void gemm_pack(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, 
 % if contig == "k":
 % for r in range(R):
 % for q in range(kb):
-        d[${q * R + r}] = ${ld("s", "(I)%d * %s + %d" % (r, ls, q))};
+        d[${q * R + r}] = ${g.io.ld("s", "(I)%d * %s + %d" % (r, ls, q))};
 % endfor
 % endfor
 % else:
 % for q in range(kb):
 % for r in range(R):
-        d[${q * R + r}] = ${ld("s", "(I)%d * %s + (I)%d * %s" % (q, ks, r, ls))};
+        d[${q * R + r}] = ${g.io.ld("s", "(I)%d * %s + (I)%d * %s" % (q, ks, r, ls))};
 % endfor
 % endfor
 % endif
     } else {
         for (int q = 0; q < ${kb} && k0 + q < K; q++)
             for (int r = 0; r < ${R}; r++)
-                d[q * ${R} + r] = r < nl ? ${ld("s", "(I)q * %s + (I)r * %s" % (ks, ls))} : (${acc})0;
+                d[q * ${R} + r] = r < nl ? ${g.io.ld("s", "(I)q * %s + (I)r * %s" % (ks, ls))} : (${acc})0;
     }
 }
-
-% elif use_local == 0:
-<%
-    NR = nv * vw
-    vt = acc + (str(vw) if vw > 1 else "")
-    def lane(v, e):
-        return v if vw == 1 else "%s.s%s" % (v, lanes[e])
-    from types import SimpleNamespace
-    g = SimpleNamespace(ld=ld, ldv=ldv, st=st, stv=stv, lane=lane, NR=NR, vt=vt)
-%>
+</%def>
+<%def name="operands(g, kstart)">
+## Positions the A and B read pointers at k = kstart for the tile at (i0, row panel pi, column panel pj).
+% if a_mode == "packed":
+        __global const ${g.at}* ab = A + (I)b * a_bs + (I)pi * a_ps + (I)(${kstart}) * ${mr};
+% else:
+        __global const ${g.at}* ab = A + a_off + (I)b * a_bs + (I)pi * a_ps + (I)(${kstart}) * a_cs;
+% for r in range(mr):
+        I ro${r} = (I)min(${r}, M - 1 - i0) * a_rs;
+% endfor
+% endif
+        __global const ${g.bt}* bp = B + b_off + (I)b * b_bs + (I)pj * b_ps + (I)(${kstart}) * b_rs;
+</%def>
 <%def name="micro(g, kstart, kend)">
 ## The micro-kernel: c{r}_{v} += A[i0+r][k] * B[k][j0 + v*vw ...] for k in [kstart, kend).
-## Expects pointers a0..a{mr-1} (strided) or ap (packed) and bp, all positioned at k = kstart.
 % if ku:
         #pragma unroll ${ku}
 % endif
         for (int k = ${kstart}; k < ${kend}; k++) {
 % for v in range(nv):
-% if b_mode == "packed":
-            ${g.vt} b${v} = bp[${v}];
-% else:
-            ${g.vt} b${v} = ${g.ldv("bp", "%d" % (v * vw), vw)};
-% endif
+            ${g.vt} b${v} = ${g.bio.ldv("bp", "%d" % (v * vw), vw)};
 % endfor
 % for r in range(mr):
-% if a_mode == "strided":
-            ${acc} x${r} = ${g.ld("a%d" % r, "0")};
-% else:
-            ${acc} x${r} = ap[${r}];
-% endif
+            ${acc} x${r} = ${g.aio.ld("ab", ("%d" % r) if a_mode == "packed" else ("ro%d" % r))};
 % for v in range(nv):
             c${r}_${v} += x${r} * b${v};
 % endfor
 % endfor
-% if b_mode == "packed":
-            bp += ${nv};
-% else:
+            ab += ${mr if a_mode == "packed" else "a_cs"};
             bp += b_rs;
-% endif
-% if a_mode == "packed":
-            ap += ${mr};
-% else:
-% for r in range(mr):
-            a${r} += a_cs;
-% endfor
-% endif
         }
-</%def>
-<%def name="a_ptrs(g, kstart)">
-% if a_mode == "strided":
-% for r in range(mr):
-        __global const ${dt}* a${r} = A + a_off + (I)b * a_bs + (I)min(i0 + ${r}, M - 1) * a_rs + (I)(${kstart}) * a_cs;
-% endfor
-% else:
-        __global const ${acc}* ap = A + (I)b * a_bs + (I)(i0 / ${mr}) * K * ${mr} + (I)(${kstart}) * ${mr};
-% endif
-</%def>
-<%def name="b_ptr(g, kstart)">
-% if b_mode == "packed":
-        __global const ${g.vt}* bp = (__global const ${g.vt}*)(B + (I)b * b_bs + (I)pj * K * ${g.NR}) + (I)(${kstart}) * ${nv};
-% else:
-        __global const ${dt}* bp = B + b_off + (I)b * b_bs + j0 + (I)(${kstart}) * b_rs;
-% endif
 </%def>
 <%def name="store_tile(g)">
 ## Writes alpha * c + beta * C (C not read when beta == 0) for the tile at (i0, j0).
@@ -183,8 +157,8 @@ __kernel void gemm_pack(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, 
 % for r in range(mr):
 % for v in range(nv):
 % if dt == "half":
-            if (beta == (${acc})0) ${g.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d" % (r, v), vw)};
-            else ${g.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d + beta * %s" % (r, v, g.ldv("cp", "%d * c_rs + %d" % (r, v * vw), vw)), vw)};
+            if (beta == (${acc})0) ${g.io.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d" % (r, v), vw)};
+            else ${g.io.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d + beta * %s" % (r, v, g.io.ldv("cp", "%d * c_rs + %d" % (r, v * vw), vw)), vw)};
 % else:
             { __global ${dt}${vw}* q = (__global ${dt}${vw}*)(cp + ${r} * c_rs + ${v * vw});
               *q = (beta == (${acc})0) ? alpha * c${r}_${v} : alpha * c${r}_${v} + beta * (*q); }
@@ -201,8 +175,8 @@ __kernel void gemm_pack(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, 
                 if (j0 + ${v * vw + e} < N) {
                     I o = ${r} * c_rs + (I)${v * vw + e} * c_cs;
                     ${acc} t = alpha * ${g.lane("c%d_%d" % (r, v), e)};
-                    if (beta != (${acc})0) t += beta * ${g.ld("cp", "o")};
-                    ${g.st("cp", "o", "t")};
+                    if (beta != (${acc})0) t += beta * ${g.io.ld("cp", "o")};
+                    ${g.io.st("cp", "o", "t")};
                 }
 % endfor
 % endfor
@@ -211,9 +185,17 @@ __kernel void gemm_pack(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, 
         }
     }
 </%def>
+% if kb:
+${pack_kernel(g, "gemm_pack_a_lane", mr, "lane")}
+${pack_kernel(g, "gemm_pack_a_k", mr, "k")}
+${pack_kernel(g, "gemm_pack_a_any", mr, "")}
+${pack_kernel(g, "gemm_pack_b_lane", NR, "lane")}
+${pack_kernel(g, "gemm_pack_b_k", NR, "k")}
+${pack_kernel(g, "gemm_pack_b_any", NR, "")}
+% endif
 
-__kernel void gemm_main(__global const ${dt if a_mode == "strided" else acc}* A, I a_off, I a_rs, I a_cs, I a_bs,
-                        __global const ${dt if b_mode == "direct" else acc}* B, I b_off, I b_rs, I b_bs,
+__kernel void gemm_main(__global const ${at}* A, I a_off, I a_rs, I a_cs, I a_bs, I a_ps,
+                        __global const ${bt}* B, I b_off, I b_rs, I b_bs, I b_ps,
                         __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs, int c_vec,
                         int M, int N, int K, ${acc} alpha, ${acc} beta)
 {
@@ -228,8 +210,7 @@ __kernel void gemm_main(__global const ${dt if a_mode == "strided" else acc}* A,
 % endfor
 % endfor
     {
-${a_ptrs(g, "0")}
-${b_ptr(g, "0")}
+${operands(g, "0")}
 ${micro(g, "0", "K")}
     }
 ${store_tile(g)}
@@ -244,15 +225,14 @@ ${store_tile(g)}
     for (int k0 = 0; k0 < K; k0 += ${kc}) {
         int k1 = min(K, k0 + ${kc});
         for (int t = 0; t < ${tm}; t++) {
-            int i0 = ig + t * ${mr};
+            int pi = pg * ${tm} + t, i0 = pi * ${mr};
             if (i0 >= M) break;
 % for r in range(mr):
 % for v in range(nv):
             ${vt} c${r}_${v} = part[t * ${mr * nv} + ${r * nv + v}];
 % endfor
 % endfor
-${a_ptrs(g, "k0")}
-${b_ptr(g, "k0")}
+${operands(g, "k0")}
 ${micro(g, "k0", "k1")}
 % for r in range(mr):
 % for v in range(nv):

@@ -58,9 +58,8 @@ _DEFAULT_LOCAL = {"lx": 16, "ly": 16, "mr": 4, "nr": 4, "tk": 16}
 
 # The template is rendered with strict_undefined, so every name it uses gets a value; those of the other
 # kernels keep these fixed dummies (which also keeps the program cache keys small in number).
-_ALL_PARAMS = {"kind": "main", "use_local": 0, "mr": 0, "nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0,
-               "kc": 0, "tm": 0, "lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0,
-               "lanes_n": 0, "kb": 0, "contig": ""}
+_ALL_PARAMS = {"use_local": 0, "mr": 0, "nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0, "kc": 0,
+               "tm": 0, "kb": 0, "lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0}
 
 
 def _params(**kw):
@@ -268,11 +267,13 @@ class _Plan:
         a_off, a_rs, a_cs, a_bs = a
         b_off, b_rs, b_cs, b_bs = b
         c_off, c_rs, c_cs, c_bs = c
-        mr = max(1, min(int(cfg["mr"]), M))
+        mr = int(cfg["mr"])
         vw = int(cfg["vw"])
         nv = int(cfg["nv"])
         if vw not in (1, 2, 4, 8, 16) or nv < 1 or mr < 1:
             raise GemmError(f"gemm: bad profile row {cfg}: vw must be 1, 2, 4, 8 or 16, nv and mr positive")
+        if M < mr:                                # short C: fewer rows per work-item (few distinct programs)
+            mr = M if M <= 2 else min(4, mr) if M <= 4 else mr
         while nv > 1 and (nv - 1) * vw >= N:      # narrow C: fewer vectors per row
             nv -= 1
         nr = nv * vw
@@ -280,29 +281,28 @@ class _Plan:
         tm = max(1, int(cfg.get("tm", 1))) if kc else 0
         if kc and K <= kc and tm == 1:
             kc = tm = 0                           # one block of one tile: the plain kernel
-        a_mode = cfg["a_mode"]
+        pack_a = cfg["a_mode"] == "packed" and K > 0
         b_mode = cfg["b_mode"]
         direct_ok = b_cs == 1 and N % nr == 0 and b_rs % vw == 0 and b_off % vw == 0 and \
             (batch == 1 or b_bs % vw == 0)
-        if b_mode == "auto":
-            b_mode = "direct" if direct_ok else "packed"
-        elif b_mode == "direct" and not direct_ok:
-            b_mode = "packed"
-        if K == 0:                                # nothing is read: skip packing, no B or A access
-            a_mode, b_mode = "strided", "direct"
+        pack_b = K > 0 and (b_mode == "packed" or not direct_ok)
         Mp, Np = _cdiv(M, mr), _cdiv(N, nr)
         ap_bs = Mp * mr * K
         bp_bs = Np * nr * K
-        if a_mode == "packed" and batch * ap_bs > _INT_MAX or b_mode == "packed" and batch * bp_bs > _INT_MAX:
+        if pack_a and batch * ap_bs > _INT_MAX or pack_b and batch * bp_bs > _INT_MAX:
             big = True
         idx = "long" if big else "int"
         it = _I64 if big else _I32
-        params = _params(dt=dts, acc=acc, idx=idx, use_local=0, mr=mr, nv=nv, vw=vw, a_mode=a_mode,
-                         b_mode=b_mode, ku=int(cfg.get("ku", 0)), kc=kc, tm=tm)
-        self.params = params
-        self.steps = []   # (kernel, gsize, lsize, arg builder)
-        pl = int(cfg.get("pack_local", 16))
         kb = int(cfg.get("pack_k", 8))
+        # float and double read packed and in-place B with the same code; half reads packed panels as
+        # float, so the mode is part of its program. Packed A has its own program (compile-time offsets).
+        same = dts == acc
+        a_mode = "packed" if pack_a else "strided"
+        b_mode = "any" if same else ("packed" if pack_b else "direct")
+        params = _params(dt=dts, acc=acc, idx=idx, use_local=0, mr=mr, nv=nv, vw=vw, a_mode=a_mode,
+                         b_mode=b_mode, ku=int(cfg.get("ku", 0)), kc=kc, tm=tm, kb=kb)
+        self.params = params
+        pl = int(cfg.get("pack_local", 16))
         self.pack_a = self.pack_b = None      # (kernel, gsize, lsize, args after the source, temp bytes)
         self.tmp_bytes = 0
         pack_types = [None, it, it, it, it, _I32, _I32, None, it]
@@ -315,21 +315,19 @@ class _Plan:
             l0 = max(1, min(pl, nkb))
             return (_round_up(nkb, l0), panels, batch), (l0, 1, 1)
 
-        if a_mode == "packed" and K > 0:
+        if pack_a:
             ct = _contig(a_rs, a_cs)
-            k = rt.kernel(_TEMPLATE, "gemm_pack", pack_types,
-                          **_params(kind="pack", dt=dts, acc=acc, idx=idx, lanes_n=mr, kb=kb, contig=ct))
+            k = rt.kernel(_TEMPLATE, "gemm_pack_a_" + (ct or "any"), pack_types, **params)
             self.pack_a = (k, *pack_geometry(ct, Mp), (a_rs, a_cs, a_bs, M, K), batch * ap_bs * asize)
             self.tmp_bytes += batch * ap_bs * asize
-        if b_mode == "packed" and K > 0:
+        if pack_b:
             ct = _contig(b_cs, b_rs)
-            k = rt.kernel(_TEMPLATE, "gemm_pack", pack_types,
-                          **_params(kind="pack", dt=dts, acc=acc, idx=idx, lanes_n=nr, kb=kb, contig=ct))
+            k = rt.kernel(_TEMPLATE, "gemm_pack_b_" + (ct or "any"), pack_types, **params)
             self.pack_b = (k, *pack_geometry(ct, Np), (b_cs, b_rs, b_bs, N, K), batch * bp_bs * asize)
             self.tmp_bytes += batch * bp_bs * asize
         km = rt.kernel(_TEMPLATE, "gemm_main",
-                       [None, it, it, it, it, None, it, it, it, None, it, it, it, it, _I32, _I32, _I32, _I32,
-                        scal, scal], **params)
+                       [None, it, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32,
+                        _I32, _I32, _I32, scal, scal], **params)
         c_vec = int(vw > 1 and (c_cs == 1 or N == 1) and c_rs % vw == 0 and c_off % vw == 0 and
                     (batch == 1 or c_bs % vw == 0))
         # dim 0 of the launch: row panels (kc == 0) or column panels (kc > 0); dim 1 the other one
@@ -337,9 +335,9 @@ class _Plan:
         lx = max(1, min(int(cfg["lx"]), n0))
         ly = max(1, min(int(cfg["ly"]), n1))
         self.main = (km, (_round_up(n0, lx), _round_up(n1, ly), batch), (lx, ly, 1))
-        self.a_mode, self.b_mode = a_mode, b_mode
-        self.a_strides = (0, 0, ap_bs) if a_mode == "packed" else (a_rs, a_cs, a_bs)
-        self.b_strides = (0, bp_bs) if b_mode == "packed" else (b_rs, b_bs)
+        # (row stride, k stride, batch stride, panel stride) as the kernel reads each operand
+        self.a_strides = (1, mr, ap_bs, K * mr) if pack_a else (a_rs, a_cs, a_bs, mr * a_rs)
+        self.b_strides = (nr, bp_bs, K * nr) if pack_b else (b_rs, b_bs, nr)
         self.c_rest = (c_rs, c_cs, c_bs, c_vec, M, N, K)
         self.ap_bs, self.bp_bs = ap_bs, bp_bs
         self.run = self._run_reg
