@@ -184,9 +184,16 @@ def test_register_paths(rt, gemm_profile, row):
     gemm_profile({"local": 0, "sizes": [row], "sizes_f64": [row]})
     _run(rt, 29, 48, 31, np.float32)
     _run(rt, 29, 48, 31, np.float32, la="col", lb="col", alpha=0.5, beta=2.0, batch=2)
-    _run(rt, 13, 21, 10, np.float64, la="strided", lb="row", batch=2)
+    _run(rt, 13, 21, 10, np.float32, la="strided", lb="row", batch=2)
     # more panels than a pack work-group: the launch grid is padded past the last panel
     _run(rt, 130, 150, 20, np.float32, la="col", lb="row")
+
+
+def test_register_paths_float64(rt, gemm_profile):
+    row = {"mr": 4, "nv": 2, "vw": 4, "lx": 4, "ly": 2, "a_mode": "packed", "b_mode": "auto", "kc": 8, "tm": 2}
+    gemm_profile({"local": 0, "sizes": [row], "sizes_f64": [row]})
+    _run(rt, 29, 48, 31, np.float64, la="col", lb="col", alpha=0.5, beta=2.0, batch=2)
+    _run(rt, 13, 24, 10, np.float64, la="strided", lb="row", batch=2)
 
 
 def test_local_memory_path(rt, gemm_profile):
