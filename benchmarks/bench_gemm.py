@@ -9,9 +9,14 @@ ratio ours/numpy (the median of the rounds' ratios, each round's two sides havin
 
     python benchmarks/bench_gemm.py [--sizes 256 512 1024 2048] [--rounds 7] [--quick]
                                     [--device N] [--dtype float32|float64] [--config JSON]
+                                    [--quiet-wait S]
 
 ``--config`` replaces the profile's ``[gemm]`` table for this run (used to search tile sizes), e.g.
 ``--config '{"local": 0, "sizes": [{"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8}]}'``.
+
+The machine may be shared: "others' load" is the CPU time other processes took during that size's
+rounds, in cores (of 2 here). Under load OpenBLAS (whose threads wait for each other) slows far more
+than our kernel, so only rows with a load near 0 give the real ratio.
 
 numpy's speed depends on OPENBLAS_CORETYPE (set on some machines here, see the environment notes):
 the header line prints it and the BLAS kernel threadpoolctl reports, so a table is read with them.
@@ -42,6 +47,48 @@ def _blas_info():
     return "unknown BLAS"
 
 
+class _Load:
+    """CPU time that other processes used during a block, in cores (Linux /proc/stat; None elsewhere).
+
+    The machine is shared: a ratio measured while other processes run is not the unloaded ratio, so the
+    table prints this next to each size."""
+
+    def __enter__(self):
+        self.t0, self.b0, self.o0 = time.perf_counter(), self._busy(), self._own()
+        return self
+
+    def __exit__(self, *exc):
+        wall = time.perf_counter() - self.t0
+        b1 = self._busy()
+        self.cores = None if b1 is None or self.b0 is None else \
+            max(0.0, (b1 - self.b0) - (self._own() - self.o0)) / max(wall, 1e-9)
+
+    @staticmethod
+    def _busy():
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+            return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    @staticmethod
+    def _own():
+        t = os.times()
+        return t.user + t.system
+
+
+def _wait_quiet(limit_s, threshold=0.2):
+    """Wait (at most limit_s) for a second in which other processes used under ``threshold`` cores."""
+    t_end = time.perf_counter() + limit_s
+    while time.perf_counter() < t_end:
+        with _Load() as ld:
+            time.sleep(1.0)
+        if ld.cores is None or ld.cores < threshold:
+            return True
+    return False
+
+
 def _time_ours(fn, queue, target_s):
     """Seconds per call of ``fn``: batches of calls between two finish() calls."""
     queue.finish()
@@ -68,7 +115,7 @@ def _time_numpy(fn, target_s):
     return (time.perf_counter() - t0) / reps
 
 
-def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, out=print):
+def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, out=print, quiet_wait=0.0):
     import pyopencl as cl
     from cltorch.backend import runtime
     from cltorch.ops import _gemm
@@ -81,8 +128,8 @@ def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, 
     out(f"# GEMM {dt.name}, device: {rt.info.name} (profile {rt.profile.name}); numpy {np.__version__} with "
         f"{_blas_info()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
     out("")
-    out("| n | ours GFLOP/s | numpy GFLOP/s | ratio | bar | config |")
-    out("|---|---|---|---|---|---|")
+    out("| n | ours GFLOP/s | numpy GFLOP/s | ratio | bar | others' load (cores) | config |")
+    out("|---|---|---|---|---|---|---|")
     rows = []
     rng = np.random.default_rng(0)
     for n in sizes:
@@ -109,9 +156,13 @@ def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, 
             raise AssertionError(f"GEMM {n}: relative error {err:.3g} against the float64 reference")
         flops = 2.0 * n ** 3
         go, gn = [], []
-        for _ in range(rounds):
-            go.append(flops / _time_ours(ours, rt.queue, target_s) / 1e9)
-            gn.append(flops / _time_numpy(ref, target_s) / 1e9)
+        with _Load() as load:
+            for _ in range(rounds):
+                if quiet_wait:
+                    _wait_quiet(quiet_wait)
+                go.append(flops / _time_ours(ours, rt.queue, target_s) / 1e9)
+                gn.append(flops / _time_numpy(ref, target_s) / 1e9)
+        ld = "?" if load.cores is None else f"{load.cores:.2f}"
         o, r = statistics.median(go), statistics.median(gn)
         # the ratio is the median of each round's ratio: both sides of a round saw the same load
         ratio = statistics.median(x / y for x, y in zip(go, gn))
@@ -124,8 +175,8 @@ def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, 
         cfg.update({"lx": plan.main[2][0], "ly": plan.main[2][1]})
         bar = BARS.get(n)
         ok = "" if bar is None else (f">= {bar} ok" if ratio >= bar else f">= {bar} MISSED")
-        out(f"| {n} | {o:.1f} | {r:.1f} | {ratio:.2f} | {ok} | {json.dumps(cfg, separators=(',', ':'))} |")
-        rows.append({"n": n, "ours": o, "numpy": r, "ratio": ratio, "bar": bar, "config": cfg})
+        out(f"| {n} | {o:.1f} | {r:.1f} | {ratio:.2f} | {ok} | {ld} | {json.dumps(cfg, separators=(',', ':'))} |")
+        rows.append({"n": n, "ours": o, "numpy": r, "ratio": ratio, "bar": bar, "load": load.cores, "config": cfg})
         del dA, dB, dC
     return rows
 
@@ -138,9 +189,12 @@ def main(argv=None):
     p.add_argument("--dtype", default="float32")
     p.add_argument("--config", default=None, help="JSON [gemm] table replacing the profile's")
     p.add_argument("--quick", action="store_true", help="one short round per size (a smoke test)")
+    p.add_argument("--quiet-wait", type=float, default=0.0, metavar="S",
+                   help="before each round wait up to S seconds for a second with other processes idle")
     a = p.parse_args(argv)
     rounds, target = (1, 0.02) if a.quick else (a.rounds, 0.25)
-    run(a.sizes, rounds, a.device, a.dtype, json.loads(a.config) if a.config else None, target)
+    run(a.sizes, rounds, a.device, a.dtype, json.loads(a.config) if a.config else None, target,
+        quiet_wait=a.quiet_wait)
 
 
 if __name__ == "__main__":
