@@ -155,14 +155,16 @@ def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, 
         if err > (1e-4 if dt == np.float32 else 1e-10):
             raise AssertionError(f"GEMM {n}: relative error {err:.3g} against the float64 reference")
         flops = 2.0 * n ** 3
-        go, gn = [], []
-        with _Load() as load:
-            for _ in range(rounds):
-                if quiet_wait:
-                    _wait_quiet(quiet_wait)
+        go, gn, loads = [], [], []
+        for _ in range(rounds):
+            if quiet_wait:
+                _wait_quiet(quiet_wait)
+            with _Load() as load:
                 go.append(flops / _time_ours(ours, rt.queue, target_s) / 1e9)
                 gn.append(flops / _time_numpy(ref, target_s) / 1e9)
-        ld = "?" if load.cores is None else f"{load.cores:.2f}"
+            loads.append(load.cores)
+        load_cores = None if None in loads else statistics.mean(loads)
+        ld = "?" if load_cores is None else f"{load_cores:.2f}"
         o, r = statistics.median(go), statistics.median(gn)
         # the ratio is the median of each round's ratio: both sides of a round saw the same load
         ratio = statistics.median(x / y for x, y in zip(go, gn))
@@ -176,7 +178,7 @@ def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, 
         bar = BARS.get(n)
         ok = "" if bar is None else (f">= {bar} ok" if ratio >= bar else f">= {bar} MISSED")
         out(f"| {n} | {o:.1f} | {r:.1f} | {ratio:.2f} | {ok} | {ld} | {json.dumps(cfg, separators=(',', ':'))} |")
-        rows.append({"n": n, "ours": o, "numpy": r, "ratio": ratio, "bar": bar, "load": load.cores, "config": cfg})
+        rows.append({"n": n, "ours": o, "numpy": r, "ratio": ratio, "bar": bar, "load": load_cores, "config": cfg})
         del dA, dB, dC
     return rows
 
