@@ -89,7 +89,7 @@ def run(quick=False, device="cl:0", rounds=None, profile=False, out=print):
         med = {k: A.median(v) * 1e6 / per for k, v in res.items()}
         r = A.round_ratio(res["ours"], res.get("torch"))
         rows.append(A.case(label, "us", med["ours"], {k: v for k, v in med.items() if k != "ours"}, r,
-                           "ours/torch time", None, None, note=f"load {load:.1f}"))
+                           "ours/torch time", None, None, note=f"load {load:.1f}; {A.cpu_note(1e6 / per, 'us')}"))
     if profile:
         A.profile_host(ours["chain"], sync, n=50, out=out)
     return rows

@@ -124,6 +124,7 @@ def run(quick=False, device="cl:0", rounds=None, profile=False, out=print):
     if tgs:
         sides["tinygrad"] = tgs["eager"]
         sides["tinygrad TinyJit"] = tgs["jit"]
+    load = A.load_avg()
     res = A.interleaved(sides, rounds=rounds, target_s=target, warmup=3)
     med = {k: A.median(v) * 1e3 for k, v in res.items()}
     anchors = {k: v for k, v in med.items() if k != "ours"}
@@ -131,7 +132,7 @@ def run(quick=False, device="cl:0", rounds=None, profile=False, out=print):
     r_t = A.round_ratio(res["ours"], res.get("torch"))
     rows.append(A.case("MLP 784-256-256-10 b128 SGD step", "ms", med["ours"], anchors, r_t, "ours/torch time",
                        "<= 1.5x torch's time", None if r_t is None else r_t <= 1.5,
-                       note=f"{1e3 / med['ours']:.0f} steps/s"))
+                       note=f"{1e3 / med['ours']:.0f} steps/s; load {load:.1f}; {A.cpu_note()}"))
     if "tinygrad TinyJit" in res:
         r_j = A.round_ratio(res["tinygrad TinyJit"], res["ours"])  # our steps/s over tinygrad's
         rows.append(A.case("MLP step vs tinygrad TinyJit (CL, same PoCL)", "ms", med["ours"], anchors, r_j,

@@ -169,7 +169,7 @@ def run(quick=False, device="cl:0", rounds=None, profile=None, out=print):
         r = A.round_ratio(res["ours"], res.get("torch"))
         rows.append(A.case(name, "ms", med["ours"], {k: v for k, v in med.items() if k != "ours"}, r,
                            "ours/torch time", f"<= {bar}x torch's time", None if r is None else r <= bar,
-                           note=f"load {load:.1f}"))
+                           note=f"load {load:.1f}; {A.cpu_note()}"))
         if profile and profile in name.lower().replace("-", ""):
             A.profile_host(ours, sync, n=10, out=out)
     if not quick:

@@ -86,9 +86,14 @@ def adapt_elementwise(mod, quick, device):
         rows.append(A.case(name, "ms", t_cl * 1e3, anchors, t_np / t_cl, "ours/numpy throughput", bar, met,
                            note=f"{gb / t_cl:.1f} GB/s"))
     tt = _torch_per_op_add()
+    import cltorch
+    a, b = cltorch.ones(1000, device=device), cltorch.ones(1000, device=device)
+    cpu = statistics.median(A.time_fn(lambda: a + b, cltorch.cl.synchronize, 0.2, with_cpu=True)[1]
+                            for _ in range(1 if quick else 5))
     rows.append(A.case("per-op host overhead, 1,000-element add, queued", "us", per_op * 1e6,
                        {"torch": tt * 1e6} if tt else {}, None, "", "<= 10 us", per_op * 1e6 <= 10,
-                       note="torch eager for reference" if tt else ""))
+                       note=f"process CPU per op {cpu * 1e6:.1f} us (PoCL's threads included); load "
+                            f"{A.load_avg():.1f}" + ("; torch eager for reference" if tt else "")))
     return rows
 
 

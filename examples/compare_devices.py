@@ -146,6 +146,16 @@ def run_side(lib, device, model_name, cfg, init, batches, seed, dropout):
 
 
 # ------------------------------------------------------------------------------------------------ profiles
+def _runtime_of(device):
+    """The OpenCL runtime that runs ``device``'s kernels ("cpu": the host's OpenCL CPU device)."""
+    import cltorch
+    from cltorch.backend import cpu_index, default_index, runtime
+    d = cltorch.device(device)
+    if d.type == "cpu":
+        return runtime(cpu_index())
+    return runtime(default_index() if d.index is None else d.index)
+
+
 def _other(v, choices):
     """A value from ``choices`` different from ``v`` (the first one that differs)."""
     for c in choices:
@@ -170,11 +180,7 @@ def different_profile(device):
     """TOML text of a profile for ``device`` whose launch geometry differs from the device's merged profile:
     elementwise/reduction local sizes, vector widths and reduction chunking; GEMM, convolution and attention
     tiles (still valid choices for the same kernels)."""
-    import cltorch
-    from cltorch.backend import runtime
-    d = cltorch.device(device)
-    idx = d.index if d.type != "cpu" else __import__("cltorch.backend", fromlist=["cpu_index"]).cpu_index()
-    prof = runtime(idx or 0).profile
+    prof = _runtime_of(device).profile
     g = lambda t, k, dflt: prof.get_value(t, k, dflt)  # noqa: E731
     t = {}
     t["elementwise"] = {"local_size": _other(g("elementwise", "local_size", 64), [64, 32]),
@@ -251,11 +257,7 @@ def _side_b_main(spec):
     batches = [(z[f"x/{i}"], z[f"y/{i}"]) for i in range(s["n"])]
     recs = run_side("cltorch", s["device"], s["model"], s["cfg"], init, batches, s["seed"], s["dropout"])
     _save_records(s["out"], recs)
-    from cltorch.backend import runtime
-    import cltorch
-    d = cltorch.device(s["device"])
-    from cltorch.backend import cpu_index
-    rt = runtime(cpu_index() if d.type == "cpu" else (d.index or 0))
+    rt = _runtime_of(s["device"])
     print(f"side B ran with profile {rt.profile.name} (sources: {', '.join(rt.profile.sources)})")
 
 
