@@ -17,8 +17,9 @@
 ##   distance between panels (a_ps between row panels of mr rows, b_ps between column panels of nr
 ##   columns). The same code therefore reads
 ##     A in place (a_ps = mr*a_rs), or packed panels [M/mr][K][mr] (a_ps = K*mr; a_mode "packed");
-##     B in place (b_ps = nr; needs unit column stride, N % nr == 0 and vector-aligned offset and
-##     strides), or packed panels [N/nr][K][nr] (b_rs = nr, b_ps = K*nr).
+##     B in place (b_ps = nr; needs unit column stride and N % nr == 0), or packed panels [N/nr][K][nr]
+##     (b_rs = nr, b_ps = K*nr). Vectors are accessed through element-aligned types (u<type><n>), so no
+##     operand needs more than element alignment (cpu tensors over numpy memory are 16-byte aligned).
 ##   Rows past M are clamped to row M-1 (read, never stored); packed panels are zero padded.
 ##   a_mode  "packed": A is read from packed panels with compile-time offsets (one pointer increment per
 ##           k step: measured faster than six run-time-strided row pointers); "strided": in place.
@@ -51,11 +52,13 @@
                 ldv=lambda p, i, n: ("vload_half%d(0, %s + (%s))" % (n, p, i)) if n > 1 else "vload_half(%s, %s)" % (i, p),
                 st=lambda p, i, v: "vstore_half_rte(%s, %s, %s)" % (v, i, p),
                 stv=lambda p, i, v, n: ("vstore_half%d_rte(%s, 0, %s + (%s))" % (n, v, p, i)) if n > 1 else "vstore_half_rte(%s, %s, %s)" % (v, i, p))
+        # vectors are read and written through the element-aligned types u<type><n> (see below), so an
+        # operand need only be aligned to its element: cpu tensors over numpy memory are 16-byte aligned
         return SimpleNamespace(
             ld=lambda p, i: "(%s)%s[%s]" % (acc, p, i),
-            ldv=lambda p, i, n: "*(__global const %s%s*)(%s + (%s))" % (t, n if n > 1 else "", p, i),
+            ldv=lambda p, i, n: ("*(__global const u%s%d*)(%s + (%s))" % (t, n, p, i)) if n > 1 else "%s[%s]" % (p, i),
             st=lambda p, i, v: "%s[%s] = %s" % (p, i, v),
-            stv=lambda p, i, v, n: "*(__global %s%s*)(%s + (%s)) = %s" % (t, n if n > 1 else "", p, i, v))
+            stv=lambda p, i, v, n: ("*(__global u%s%d*)(%s + (%s)) = %s" % (t, n, p, i, v)) if n > 1 else "%s[%s] = %s" % (p, i, v))
     io = make_io(dt)
     ld, st = io.ld, io.st
     lanes = "0123456789abcdef"
@@ -65,6 +68,11 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 typedef ${idx} I;
+% for t in sorted(set(x for x in (dt, acc) if x != "half")):
+% for n in (2, 4, 8, 16):
+typedef ${t}${n} u${t}${n} __attribute__((aligned(${8 if t == "double" else 4})));
+% endfor
+% endfor
 
 % if use_local == 0:
 <%
@@ -160,7 +168,7 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
             if (beta == (${acc})0) ${g.io.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d" % (r, v), vw)};
             else ${g.io.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d + beta * %s" % (r, v, g.io.ldv("cp", "%d * c_rs + %d" % (r, v * vw), vw)), vw)};
 % else:
-            { __global ${dt}${vw}* q = (__global ${dt}${vw}*)(cp + ${r} * c_rs + ${v * vw});
+            { __global u${dt}${vw}* q = (__global u${dt}${vw}*)(cp + ${r} * c_rs + ${v * vw});
               *q = (beta == (${acc})0) ? alpha * c${r}_${v} : alpha * c${r}_${v} + beta * (*q); }
 % endif
 % endfor

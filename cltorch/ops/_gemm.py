@@ -26,8 +26,9 @@ Profile layout (``devices/*.toml``)::
     ]
     sizes_f64 = [ ... ]  # the same for float64 (falls back to `sizes` with the vector width halved)
 
-``b_mode = "auto"`` reads B in place when that is allowed (unit column stride, ``N % nr == 0``,
-aligned offset and strides) and packs it otherwise. Optional keys of a ``local = 0`` row: ``kc`` and
+``b_mode = "auto"`` reads B in place when that is allowed (unit column stride and ``N % nr == 0``; vector
+accesses need only element alignment, as cpu tensors over numpy memory are 16-byte aligned) and packs it
+otherwise. Optional keys of a ``local = 0`` row: ``kc`` and
 ``tm`` (K blocking: each work-item computes ``tm`` tiles stacked along M, K in blocks of ``kc``; 0 = off),
 ``ku`` (k-loop unroll pragma), ``pack_k`` (k steps per pack work-item, 8) and ``pack_local`` (pack
 work-group size, 16). ``lx, ly`` are the main kernel's work-group shape (launch dim 0 runs over row
@@ -177,9 +178,9 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32):
         a_buf, a_off, a_rs, a_cs, a_bs = A
         b_buf, b_off, b_rs, b_cs, b_bs = B
         c_buf, c_off, c_rs, c_cs, c_bs = C
-        # offsets are not part of the key, only their alignment and whether any passes 2^30
+        # offsets are not part of the key, only whether any passes 2^30
         key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs,
-               b_off & 15, c_off & 15, (a_off | b_off | c_off) >> 30)
+               (a_off | b_off | c_off) >> 30)
         plan = _plans[key]
     except (KeyError, TypeError, ValueError):
         for name, d in (("A", A), ("B", B), ("C", C)):
@@ -188,7 +189,7 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32):
         b_buf, b_off, b_rs, b_cs, b_bs = (int(x) if i else x for i, x in enumerate(B))
         c_buf, c_off, c_rs, c_cs, c_bs = (int(x) if i else x for i, x in enumerate(C))
         key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs,
-               b_off & 15, c_off & 15, (a_off | b_off | c_off) >> 30)
+               (a_off | b_off | c_off) >> 30)
         plan = _plans.get(key)
         if plan is None:
             plan = _make_plan(rt, np.dtype(dtype), M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
@@ -283,8 +284,7 @@ class _Plan:
             kc = tm = 0                           # one block of one tile: the plain kernel
         pack_a = cfg["a_mode"] == "packed" and K > 0
         b_mode = cfg["b_mode"]
-        direct_ok = b_cs == 1 and N % nr == 0 and b_rs % vw == 0 and b_off % vw == 0 and \
-            (batch == 1 or b_bs % vw == 0)
+        direct_ok = b_cs == 1 and N % nr == 0      # vector accesses need only element alignment
         pack_b = K > 0 and (b_mode == "packed" or not direct_ok)
         Mp, Np = _cdiv(M, mr), _cdiv(N, nr)
         ap_bs = Mp * mr * K
@@ -328,8 +328,7 @@ class _Plan:
         km = rt.kernel(_TEMPLATE, "gemm_main",
                        [None, it, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32,
                         _I32, _I32, _I32, scal, scal], **params)
-        c_vec = int(vw > 1 and (c_cs == 1 or N == 1) and c_rs % vw == 0 and c_off % vw == 0 and
-                    (batch == 1 or c_bs % vw == 0))
+        c_vec = int(vw > 1 and c_cs == 1)
         # dim 0 of the launch: row panels (kc == 0) or column panels (kc > 0); dim 1 the other one
         n0, n1 = (Mp, Np) if not kc else (Np, _cdiv(Mp, tm))
         lx = max(1, min(int(cfg["lx"]), n0))
