@@ -19,7 +19,9 @@ the loss and in each parameter and buffer (BatchNorm running statistics included
 - ``--vs-torch`` (where torch is importable): loads the same initial weights into the same model written in
   PyTorch (the example's source with its imports pointed at torch), turns dropout off on both sides, and prints
   the per-step relative loss difference against PyTorch on its CPU. Wanted: <= 1e-5 at step 1 and <= 1e-3 at
-  step 20; the script exits 1 when a step it ran misses those.
+  step 20; the script exits 1 when a step it ran misses those. ``--f64`` also runs PyTorch in float64 and prints
+  how far each float32 side is from it (on the digits CNN both float32 runs leave float64 by about 3e-4 at step 8
+  and 2e-3 by step 20: a ReLU/max-pool decision flips on a last-bit difference, and AdamW carries it on).
 
 The optimizer is the example's AdamW (the char-LM with its param groups and ``clip_grad_norm_(1.0)``), at a
 constant learning rate.
@@ -143,6 +145,20 @@ def run_side(lib, device, model_name, cfg, init, batches, seed, dropout):
         state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
         records.append((float(loss.item()), state))
     return records
+
+
+def _torch_f64(model_name, cfg, init, batches, seed):
+    """Per-step losses of the same run in PyTorch with float64 weights and inputs (a reference for rounding)."""
+    import torch
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        f64 = lambda v: v.astype(np.float64) if v.dtype == np.float32 else v  # noqa: E731
+        recs = run_side("torch", "cpu", model_name, cfg, {k: f64(v) for k, v in init.items()},
+                        [(f64(x), y) for x, y in batches], seed, False)
+    finally:
+        torch.set_default_dtype(prev)
+    return [r[0] for r in recs]
 
 
 # ------------------------------------------------------------------------------------------------ profiles
@@ -297,6 +313,8 @@ def main(argv=None):
     ap.add_argument("--profile", nargs="?", const="auto", default=None,
                     help="run side B under this profile file (no value: a generated, deliberately different one)")
     ap.add_argument("--vs-torch", action="store_true", help="compare side B (cltorch) against PyTorch on its CPU")
+    ap.add_argument("--f64", action="store_true",
+                    help="with --vs-torch: also run torch in float64 and print each float32 side's distance to it")
     ap.add_argument("--no-dropout", action="store_true", help="turn dropout off (always off with --vs-torch)")
     ap.add_argument("--quiet-params", action="store_true", help="print only the per-step summary line")
     ap.add_argument("--batch-size", type=int, default=None, help="default: 64 (digits), 32 (charlm)")
@@ -335,6 +353,12 @@ def main(argv=None):
         s1 = rows[0][1]
         s20 = rows[19][1] if len(rows) >= 20 else None
         ok = s1 <= 1e-5 and (s20 is None or s20 <= 1e-3)
+        if a.f64:
+            r64 = _torch_f64(a.model, cfg, init, batches, a.seed)
+            print("relative loss difference to torch in float64 (how far float32 rounding alone moves each side):")
+            for i, (x64, x32, xcl) in enumerate(zip(r64, ra, rb), 1):
+                print(f"step {i:3d}  torch float64 {x64:.8f}  torch float32 {abs(x32[0] - x64) / abs(x64):.2e}  "
+                      f"cltorch float32 {abs(xcl[0] - x64) / abs(x64):.2e}")
         print(f"relative loss difference: step 1 {s1:.2e} (want <= 1e-5)" +
               (f", step 20 {s20:.2e} (want <= 1e-3)" if s20 is not None else "") +
               f": {'OK' if ok else 'NOT MET'}")
