@@ -124,12 +124,11 @@ class Runtime:
     def synchronize(self):
         """Wait for the queue. The flag is cleared under the lock that launches hold, after the finish: a thread
         that sees it clear knows its own earlier launches are done, even when another thread did the finish."""
-        if self.pending:
-            with self.lock:
-                if self.pending:
-                    self.queue.finish()
-                    self.pending = False
-        self._keepalive.clear()
+        with self.lock:
+            if self.pending:
+                self.queue.finish()
+                self.pending = False
+            self._keepalive.clear()   # under the lock: another thread's queued kernel may still need its storage
 
     # ---------------------------------------------------------------- memory
     def _oom(self, nbytes, why):

@@ -81,11 +81,12 @@ def _mm_forward(ctx, a, b):
         b = b.expand(*bshape, K, N).contiguous()
         bbs = K * N
     rt = out._storage.runtime()
-    _gemm.gemm(rt, M, N, K,
-               (a._storage.cl_buffer(), a._offset, a._stride[-2], a._stride[-1], abs_),
-               (b._storage.cl_buffer(), b._offset, b._stride[-2], b._stride[-1], bbs),
-               (out._storage.cl_buffer(), 0, N, 1, M * N), 1.0, 0.0, batch, _gemm_dtype(a.dtype))
-    rt.pending = True
+    with rt.lock:  # the GEMM plan sets arguments on shared Kernel objects: one thread at a time
+        _gemm.gemm(rt, M, N, K,
+                   (a._storage.cl_buffer(), a._offset, a._stride[-2], a._stride[-1], abs_),
+                   (b._storage.cl_buffer(), b._offset, b._stride[-2], b._stride[-1], bbs),
+                   (out._storage.cl_buffer(), 0, N, 1, M * N), 1.0, 0.0, batch, _gemm_dtype(a.dtype))
+        rt.pending = True
     if out._storage.host is not None or a._storage.host is not None or b._storage.host is not None:
         rt.synchronize()
     return out
