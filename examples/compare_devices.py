@@ -194,17 +194,21 @@ def _toml_value(v):
 
 def different_profile(device):
     """TOML text of a profile for ``device`` whose launch geometry differs from the device's merged profile:
-    elementwise/reduction local sizes, vector widths and reduction chunking; GEMM, convolution and attention
-    tiles (still valid choices for the same kernels)."""
+    elementwise/reduction local sizes and vector widths; reductions, loss sums and norm weight-gradients split into
+    small chunks (so partial sums add up in another order); GEMM, convolution and attention tiles (still valid
+    choices for the same kernels)."""
     prof = _runtime_of(device).profile
     g = lambda t, k, dflt: prof.get_value(t, k, dflt)  # noqa: E731
     t = {}
     t["elementwise"] = {"local_size": _other(g("elementwise", "local_size", 64), [64, 32]),
                         "elems_per_item": _other(g("elementwise", "elems_per_item", 1), [4, 1]),
                         "vector_width": _other(g("elementwise", "vector_width", 1), [4, 1])}
+    # small chunks and a high one-pass threshold split reductions into partial sums (another summation order)
     t["reduction"] = {"local_size": _other(g("reduction", "local_size", 64), [64, 32]),
-                      "chunk": _other(g("reduction", "chunk", 4096), [1024, 2048]),
-                      "min_outputs_one_pass": _other(g("reduction", "min_outputs_one_pass", 256), [16, 32])}
+                      "chunk": _other(g("reduction", "chunk", 4096), [64, 128]),
+                      "min_outputs_one_pass": _other(g("reduction", "min_outputs_one_pass", 256), [1 << 16, 1 << 15])}
+    t["loss"] = {"reduce_chunk": _other(g("loss", "reduce_chunk", 4096), [16, 32])}
+    t["norm"] = {"wgrad_rows": _other(g("norm", "wgrad_rows", 256), [16, 32])}
     gm = dict(prof.get("gemm", {}))
     if gm.get("local", 1):
         rows = [{"lx": 8, "ly": 8, "mr": 2, "nr": 2, "tk": 8}]
