@@ -259,8 +259,15 @@ _GEMM_CFG = {"vw": 1, "nv": 1, "mr": 1}
 
 
 def _gemm():
+    """The GEMM launcher, called under the runtime's lock: a GEMM plan sets arguments on shared Kernel objects,
+    so two threads must not interleave their launches."""
     from . import _gemm as G
-    return G.gemm
+
+    def locked(rt, *args, **kw):
+        with rt.lock:
+            G.gemm(rt, *args, **kw)
+            rt.pending = True
+    return locked
 
 
 # The GEMM's vector loads and stores assume operands whose element offsets are multiples of the vector
