@@ -40,11 +40,47 @@ def torch():
         try:
             import torch as t
             t.set_grad_enabled(True)
+            _cache["torch_threads"] = t.get_num_threads()
             _cache["torch"] = t
         except Exception as e:  # ImportError, or a broken install
             why_missing["torch"] = f"torch is not importable here ({type(e).__name__}: {e})"
             _cache["torch"] = None
     return _cache["torch"]
+
+
+def torch_sides(make_step):
+    """Anchor sides for PyTorch: {"torch": (step, None), "torch 1 thread": (step, None)} or {}.
+
+    ``make_step()`` returns a fresh step function. Each call first sets torch's thread count (the default, or 1):
+    on a loaded 2-core machine torch's OpenMP threads wait on each other at every op, so a single thread is often
+    faster; a bar is read against the faster of the two (see :func:`best_torch`)."""
+    t = torch()
+    if t is None:
+        return {}
+    n = t.get_num_threads()
+    out = {}
+    for name, k in (("torch", n), ("torch 1 thread", 1)):
+        if name == "torch 1 thread" and n == 1:
+            continue
+        step = make_step()
+
+        def fn(step=step, k=k):
+            t.set_num_threads(k)
+            return step()
+        out[name] = (fn, None)
+    return out
+
+
+def best_torch(res):
+    """The name of the faster torch side in an interleaved() result (median seconds), or None."""
+    cands = [k for k in ("torch", "torch 1 thread") if res.get(k)]
+    return min(cands, key=lambda k: statistics.median(res[k])) if cands else None
+
+
+def restore_torch_threads():
+    t = torch()
+    if t is not None:
+        t.set_num_threads(_cache["torch_threads"])
 
 
 def torch_version():

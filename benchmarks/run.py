@@ -259,7 +259,7 @@ def table(rows):
         for k in r["anchors"]:
             if k not in cols:
                 cols.append(k)
-    order = {"numpy": 0, "torch": 1, "tinygrad": 2, "tinygrad TinyJit": 3}
+    order = {"numpy": 0, "torch": 1, "torch 1 thread": 2, "tinygrad": 3, "tinygrad TinyJit": 4}
     cols.sort(key=lambda c: order.get(c, 9))
     head = ["benchmark", "case", "unit", "ours"] + cols + ["ratio", "bar", "met", "note"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
