@@ -14,6 +14,7 @@ given by ``--torch-python`` (default: /tmp/torchvenv/bin/python when it exists).
                                     [--no-math] [--no-torch] [--torch-python PATH] [--fwd-only]
 """
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -52,6 +53,7 @@ def ours(L, causal, backward, backend, device, repeat):
                                 requires_grad=backward)
     q, k, v = mk(), mk(), mk()
     g = cltorch.tensor(rng.standard_normal((B, H, L, D)).astype(np.float32), device=device)
+    gc.collect()
     base = cltorch.cl.memory_allocated(device)
 
     def fn():
@@ -64,6 +66,7 @@ def ours(L, causal, backward, backend, device, repeat):
     try:
         fn()                                  # warm-up (kernel builds)
         cltorch.cl.synchronize()
+        gc.collect()                          # free the warm-up's graph now, not inside the measured calls
         cltorch.cl.reset_peak_memory_stats(device)
         wall, cpu = _run_case(fn, repeat)
         peak = cltorch.cl.max_memory_allocated(device) - base

@@ -94,7 +94,8 @@ __kernel void ce_fwd(__global ${CT}* loss, __global ${CT}* lse_out, __global ${C
 ##   ce:  gs * ((1 - eps) * w_t * (p_c - [c == t]) + eps / C * (Wsum * p_c - w_c)),  p_c = exp(x_c - lse)
 ##   nll: -gs * w_t * [c == t]
 ## gs = g[row * gstride] (reduction "none"; gstride 0 for a scalar upstream), divided by den[0] for "mean".
-## gi is written contiguous in the (outer, C, inner) layout.
+## gi is written contiguous in the (outer, C, inner) layout. wsum: the sum of the class weights (C without weights;
+## summed here when weights are given).
 __kernel void ce_bwd(__global ${T}* gi, long gi_off,
                      __global const ${T}* g, long g_off, long gstride,
                      __global const ${CT}* den,
@@ -123,6 +124,10 @@ __kernel void ce_bwd(__global ${T}* gi, long gi_off,
 % if smooth:
     a = a * ((${CT})1 - eps_smooth);
     ${CT} bsc = gs * eps_smooth / (${CT})C;
+% if has_w:
+    wsum = 0;
+    for (long c = 0; c < C; ++c) wsum += ${W("c")};
+% endif
 % endif
     for (long c = 0; c < C; ++c) {
         ${CT} p = fexp((${CT})xp[c * sc] - lse);

@@ -10,7 +10,7 @@
 ##
 ## Parameters: T storage type; CT compute type; VW vector width (1, 2, 4, 8); E head dim of q/k; EV head dim
 ## of v; EVP = EV rounded up to VW; BM query rows per work-item (forward), BMQ (dQ); BN keys per block (forward
-## and dQ; a multiple of VW); BNK keys per work-item (dK/dV; a multiple of VW) and BQ query rows per step there;
+## BNQ (dQ); multiples of VW); BNK keys per work-item (dK/dV; a multiple of VW) and BQ query rows per step there;
 ## mask "none" | "bool" | "float" (MT its storage type); causal: top-left aligned tril(L, S).
 ## Batch: a query/output batch index bh = b0 * H + h; the k/v batch index is kvh = b0 * Hk + h / (H / Hk).
 ## Packed operands (made by sdpa_pack, zero padded): Kt[kvh][E][SP] (K transposed), Vp[kvh][SP][EVP] (V rows),
@@ -22,6 +22,7 @@ ${cm.preamble(types)}
     V = "%s%d" % (CT, VW) if VW > 1 else CT
     NB = BN // VW
     NBK = BNK // VW
+    NBQ = BNQ // VW
     EV8 = EVP // VW
     LANES = "0123456789abcdef"
     def lane(v, e):
@@ -110,38 +111,52 @@ inline ${CT} hsum_v(vec_t v)
 ## converts are out-of-line calls on PoCL)
 #define mulhi_v(a, m) ((((a) >> 16) * ((m) >> 16)) + ((((a) >> 16) * ((m) & 0xFFFFu)) >> 16) + ((((a) & 0xFFFFu) * ((m) >> 16)) >> 16) + ((((((a) & 0xFFFFu) * ((m) & 0xFFFFu)) >> 16) + ((((a) >> 16) * ((m) & 0xFFFFu)) & 0xFFFFu) + ((((a) & 0xFFFFu) * ((m) >> 16)) & 0xFFFFu)) >> 16))
 <%def name="keep_vectors(out, rowbase, j0, nkeys)">
+## The Philox blocks of nkeys / 4 consecutive blocks, as vectors of power-of-two widths (e.g. 6 = 4 + 2), then
+## the kept weights' multipliers ${out}_n for key vectors n.
     {
 <%
         P = nkeys // 4
-        UP = "uint%d" % P
-        ULP = "ulong%d" % P
-        lanes_u = "(%s)(%s)" % (UP, ", ".join("%du" % b for b in range(P)))
+        chunks, start = [], 0
+        for w in (16, 8, 4, 2, 1):
+            while P - start >= w:
+                chunks.append((start, w))
+                start += w
         UV = "uint%d" % VW if VW > 1 else "uint"
         comps = "0123456789abcdef"
+        def word(key):
+            blk, wd = key // 4, key % 4
+            for ci, (st, w) in enumerate(chunks):
+                if st <= blk < st + w:
+                    return "x%d_%d" % (wd, ci) + ("" if w == 1 else ".s%s" % comps[blk - st])
 %>\
-        ${UP} x0 = (${UP})((uint)(ctr0 + ((ulong)(${rowbase} + ${j0}) >> 2))) + ${lanes_u};
-        ${UP} x1 = (${UP})((uint)((ctr0 + ((ulong)(${rowbase} + ${j0}) >> 2)) >> 32));
-        x1 += x0 < ${lanes_u} ? (${UP})(1u) : (${UP})(0u);   // carry of the low word
-        ${UP} x2 = (${UP})(0u), x3 = (${UP})(0u);
-        uint kk0 = k0, kk1 = k1;
-        for (int rnd = 0; rnd < 10; ++rnd) {
-            ${UP} y0 = mulhi_v(x2, 0xCD9E8D57u) ^ x1 ^ (${UP})(kk0);
-            ${UP} y2 = mulhi_v(x0, 0xD2511F53u) ^ x3 ^ (${UP})(kk1);
-            x1 = x2 * 0xCD9E8D57u;
-            x3 = x0 * 0xD2511F53u;
-            x0 = y0;
-            x2 = y2;
-            kk0 += 0x9E3779B9u;
-            kk1 += 0xBB67AE85u;
-        }
-% for n in range(nkeys // VW):
+        ulong cb = ctr0 + ((ulong)(${rowbase} + ${j0}) >> 2);
+        uint cb0 = (uint)cb, cb1 = (uint)(cb >> 32);
+% for ci, (st, w) in enumerate(chunks):
 <%
-        words = []
-        for e in range(VW):
-            key = n * VW + e
-            words.append("x%d.s%s" % (key % 4, comps[key // 4]))
+        UP = "uint%d" % w if w > 1 else "uint"
+        lanes_u = "(%s)(%s)" % (UP, ", ".join("%du" % (st + b) for b in range(w))) if w > 1 else "%du" % st
 %>\
-        ${out}_${n} = convert_${IDX}((${UV})(${", ".join(words)}) >= (${UV})(thr)) ? (vec_t)(pscale) : (vec_t)(0);
+        ${UP} x0_${ci}, x1_${ci}, x2_${ci}, x3_${ci};
+        {
+            ${UP} x0 = (${UP})(cb0) + ${lanes_u};
+            ${UP} x1 = (${UP})(cb1) + (x0 < ${lanes_u} ? (${UP})(1u) : (${UP})(0u));   // carry of the low word
+            ${UP} x2 = (${UP})(0u), x3 = (${UP})(0u);
+            uint kk0 = k0, kk1 = k1;
+            for (int rnd = 0; rnd < 10; ++rnd) {
+                ${UP} y0 = mulhi_v(x2, 0xCD9E8D57u) ^ x1 ^ (${UP})(kk0);
+                ${UP} y2 = mulhi_v(x0, 0xD2511F53u) ^ x3 ^ (${UP})(kk1);
+                x1 = x2 * 0xCD9E8D57u;
+                x3 = x0 * 0xD2511F53u;
+                x0 = y0;
+                x2 = y2;
+                kk0 += 0x9E3779B9u;
+                kk1 += 0xBB67AE85u;
+            }
+            x0_${ci} = x0; x1_${ci} = x1; x2_${ci} = x2; x3_${ci} = x3;
+        }
+% endfor
+% for n in range(nkeys // VW):
+        ${out}_${n} = convert_${IDX}((${UV})(${", ".join(word(n * VW + e) for e in range(VW))}) >= (${UV})(thr)) ? (vec_t)(pscale) : (vec_t)(0);
 % endfor
     }
 </%def>
@@ -387,7 +402,7 @@ __kernel void sdpa_fwd(__global ${T}* O, __global ${CT}* LSE,
 % endif
 }
 
-## Backward, dQ: work-item owns BM query rows (as the forward) and walks the keys:
+## Backward, dQ: work-item owns RQ groups of BMQ query rows (as the forward) and walks the keys in chunks of SC:
 ##   p = exp(s - lse), dp = dO . v, ds = p * (dp - Dlt), dQ += ds k;  dQ *= scale at the end.
 ## Dlt[row] = sum(dO * O) over the row (precomputed). Vt is V transposed, Kp holds K's rows.
 __kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl,
@@ -396,7 +411,7 @@ __kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl
                           __global const ${CT}* LSE, __global const ${CT}* Dlt,
                           __global const ${CT}* Kt, __global const ${CT}* Vt, __global const ${CT}* Kp,
                           __global const ${MT}* Mk, long m_off, long smb, long smh, long sml, long sms,
-                          long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale
+                          long L, long S, long SP, long H, long Hk, long nqb, long total, ${CT} scale, long SC
 % if dropout:
                        , uint k0, uint k1, ulong ctr0, uint thr, ${CT} pscale, long SP4
 % endif
@@ -407,85 +422,101 @@ __kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl
     long bh = gid / nqb, qb = gid - bh * nqb;
     long b0 = bh / H, h = bh - b0 * H;
     long kvh = b0 * Hk + h / (H / Hk);
-    long i0 = qb * ${BMQ};
-<% EP8 = EP // VW %>
-    ${CT} q[${BMQ}][${E}];
-    ${CT} go[${BMQ}][${EV}];
-    ${CT} lse[${BMQ}], dl[${BMQ}];
-% for i in range(BMQ):
-    {
-        long ic = MINL(i0 + ${i}, L - 1);
+<%
+    EP8 = EP // VW
+    NW = BMQ * RQ
+%>
+    long iw = qb * ${NW};
+    ${CT} q[${NW}][${E}];
+    ${CT} go[${NW}][${EV}];
+    ${CT} lse[${NW}], dl[${NW}];
+    vec_t dqs[${NW}][${EP8}];
+    for (int i = 0; i < ${NW}; ++i) {
+        long ic = MINL(iw + i, L - 1);
         __global const ${T}* qr = Q + q_off + b0 * sqb + h * sqh + ic * sql;
-        for (int d = 0; d < ${E}; ++d) q[${i}][d] = (${CT})qr[d * sqd] * scale;
+        for (int d = 0; d < ${E}; ++d) q[i][d] = (${CT})qr[d * sqd] * scale;
         __global const ${T}* gr = DO + do_off + b0 * sdb + h * sdh + ic * sdl;
-        for (int d = 0; d < ${EV}; ++d) go[${i}][d] = (${CT})gr[d * sdd];
-        lse[${i}] = LSE[bh * L + ic];
-        dl[${i}] = Dlt[bh * L + ic];
+        for (int d = 0; d < ${EV}; ++d) go[i][d] = (${CT})gr[d * sdd];
+        ${CT} lv = LSE[bh * L + ic];
+        lse[i] = lv == ${NEG} ? (${CT})INFINITY : lv;      // a fully masked row: p = 0
+        dl[i] = Dlt[bh * L + ic];
+        for (int c = 0; c < ${EP8}; ++c) dqs[i][c] = (vec_t)(0);
     }
-% for c in range(EP8):
-    vec_t dq_${i}_${c} = (vec_t)(0);
-% endfor
-% endfor
     __global const ${CT}* kt = Kt + kvh * ${E} * SP;
     __global const ${CT}* vt = Vt + kvh * ${EV} * SP;
     __global const ${CT}* kpr = Kp + kvh * SP * ${EP};
-    long jend = S;
+    long jend_w = S;
 % if causal:
-    jend = MINL(S, i0 + ${BMQ});
+    jend_w = MINL(S, iw + ${NW});
 % endif
-    vec_t pav[${BMQ}][${NB}];
-    for (long j0 = 0; j0 < jend; j0 += ${BN}) {
+    vec_t pav[${BMQ}][${NBQ}];
+    for (long c0 = 0; c0 < jend_w; c0 += SC) {
+    for (int r = 0; r < ${RQ}; ++r) {
+    long i0 = iw + r * ${BMQ};
+    if (i0 >= L) break;
+    int qo = r * ${BMQ};
+    long jend = MINL(c0 + SC, S);
+% if causal:
+    jend = MINL(jend, i0 + ${BMQ});
+% endif
+    if (c0 >= jend) continue;
 % for i in range(BMQ):
-% for n in range(NB):
+% for c in range(EP8):
+    vec_t dq_${i}_${c} = dqs[qo + ${i}][${c}];
+% endfor
+% endfor
+    for (long j0 = c0; j0 < jend; j0 += ${BNQ}) {
+% for i in range(BMQ):
+% for n in range(NBQ):
         vec_t s_${i}_${n} = (vec_t)(0), t_${i}_${n} = (vec_t)(0);
 % endfor
 % endfor
         {
             __global const ${CT}* kp = kt + j0;
             for (int d = 0; d < ${E}; ++d, kp += SP) {
-% for n in range(NB):
+% for n in range(NBQ):
                 vec_t k${n} = ${vload("kp + %d" % (n * VW))};
 % endfor
 % for i in range(BMQ):
-% for n in range(NB):
-                s_${i}_${n} += q[${i}][d] * k${n};
+% for n in range(NBQ):
+                s_${i}_${n} += q[qo + ${i}][d] * k${n};
 % endfor
 % endfor
             }
             __global const ${CT}* vq = vt + j0;
             for (int d = 0; d < ${EV}; ++d, vq += SP) {
-% for n in range(NB):
+% for n in range(NBQ):
                 vec_t v${n} = ${vload("vq + %d" % (n * VW))};
 % endfor
 % for i in range(BMQ):
-% for n in range(NB):
-                t_${i}_${n} += go[${i}][d] * v${n};
+% for n in range(NBQ):
+                t_${i}_${n} += go[qo + ${i}][d] * v${n};
 % endfor
 % endfor
             }
         }
-        ${score_fixups("s", lambda i: "(i0 + %d)" % i, "j0", BMQ, BN)}
+        ${score_fixups("s", lambda i: "(i0 + %d)" % i, "j0", BMQ, BNQ)}
 % for i in range(BMQ):
         {
-            ${CT} ls = lse[${i}] == ${NEG} ? (${CT})INFINITY : lse[${i}];
+            ${CT} ls = lse[qo + ${i}], dli = dl[qo + ${i}];
 % if dropout:
-% for n in range(NB):
+% for n in range(NBQ):
             vec_t kp_${n};
 % endfor
-            ${keep_vectors("kp", "(bh * L + i0 + %d) * SP4" % i, "j0", BN)}
+            ${keep_vectors("kp", "(bh * L + i0 + %d) * SP4" % i, "j0", BNQ)}
 % endif
-% for n in range(NB):
+% for n in range(NBQ):
             vec_t p${n} = vexp(s_${i}_${n} - ls);
 % if dropout:
-            pav[${i}][${n}] = p${n} * (t_${i}_${n} * kp_${n} - dl[${i}]);
+            pav[${i}][${n}] = p${n} * (t_${i}_${n} * kp_${n} - dli);
 % else:
-            pav[${i}][${n}] = p${n} * (t_${i}_${n} - dl[${i}]);
+            pav[${i}][${n}] = p${n} * (t_${i}_${n} - dli);
 % endif
 % endfor
         }
 % endfor
         __global const ${CT}* kr = kpr + j0 * ${EP};
-        for (int jj = 0; jj < ${BN}; ++jj, kr += ${EP}) {
+        for (int jj = 0; jj < ${BNQ}; ++jj, kr += ${EP}) {
 % for c in range(EP8):
             vec_t k${c} = ${vload("kr + %d" % (c * VW))};
 % endfor
@@ -500,20 +531,22 @@ __kernel void sdpa_bwd_dq(__global ${T}* DQ, long dq_sb0, long dq_sh, long dq_sl
         }
     }
 % for i in range(BMQ):
-    if (i0 + ${i} < L) {
-        __global ${T}* qrow = DQ + b0 * dq_sb0 + h * dq_sh + (i0 + ${i}) * dq_sl;
 % for c in range(EP8):
-        {
-            vec_t o = dq_${i}_${c} * scale;
-% for e in range(VW):
-% if c * VW + e < E:
-            qrow[${c * VW + e}] = (${T})${lane("o", e)};
-% endif
+    dqs[qo + ${i}][${c}] = dq_${i}_${c};
 % endfor
-        }
 % endfor
     }
+    }
+    for (int i = 0; i < ${NW}; ++i) {
+        if (iw + i >= L) break;
+        __global ${T}* qrow = DQ + b0 * dq_sb0 + h * dq_sh + (iw + i) * dq_sl;
+        for (int c = 0; c < ${EP8}; ++c) {
+            vec_t o = dqs[i][c] * scale;
+% for e in range(VW):
+            if (c * ${VW} + ${e} < ${E}) qrow[c * ${VW} + ${e}] = (${T})${lane("o", e)};
 % endfor
+        }
+    }
 }
 
 ## Backward, dK and dV: work-item gid = kvh * nkb + kb owns keys [kb*BN, kb*BN + BN) of k/v batch kvh, held as

@@ -59,6 +59,8 @@ CASES = [
     ((3,), 33, 33, 8, 8, False, "bool"),         # 3-D inputs
     ((), 6, 10, 8, 8, True, None),               # 2-D inputs
     ((2, 1, 2), 12, 12, 5, 7, True, "bool"),     # 5-D inputs
+    ((1, 2), 40, 300, 8, 8, False, None),         # several key chunks (the profile's key_chunk)
+    ((1, 1), 300, 290, 8, 8, True, None),         # several query row groups and key chunks, causal
 ]
 
 

@@ -216,9 +216,11 @@ def _tiles(rt, ct):
             vw = g("vector_width_f64", max(1, vw // 2))
         bn = max(vw, _round(g("block_n", 16), vw))
         bnk = max(vw, _round(g("bwd_block_n", 8), vw))
-        t = _TILES[key] = dict(VW=vw, BM=g("block_m", 4), BN=bn, BMQ=g("bwd_block_m", 2), BNK=bnk,
-                               BQ=g("bwd_block_q", 2), R=max(1, g("row_groups", 1)))
-        _SC[key] = max(bn, _round(g("key_chunk", 256), bn))
+        bnq = max(vw, _round(g("bwd_block_n_dq", 16), vw))
+        t = _TILES[key] = dict(VW=vw, BM=g("block_m", 4), BN=bn, BMQ=g("bwd_block_m", 2), BNK=bnk, BNQ=bnq,
+                               BQ=g("bwd_block_q", 2), R=max(1, g("row_groups", 1)),
+                               RQ=max(1, g("bwd_row_groups", 1)))
+        _SC[key] = g("key_chunk", 256)
         _LS[rt.index] = g("local_size", 16)
     return t
 
@@ -267,7 +269,7 @@ def _fwd_launch(q, k, v, mask, cfg):
         out.zero_()
         lse.fill_(float("-inf"))
         return out, lse
-    SC = _SC[(rt.index, ct.name)] if R > 1 else SP
+    SC = max(BN, _round(_SC[(rt.index, ct.name)], BN)) if R > 1 else SP     # whole key blocks per chunk
     kt = _pack(rt, k, cfg.nbatch, cfg.Hk, -1, -2, cfg.E, SP, ct, params)            # K^T: [kvh][E][SP]
     vp = _pack(rt, v, cfg.nbatch, cfg.Hk, -2, -1, SP, EVP, ct, params)              # V rows: [kvh][SP][EVP]
     q2, sqb, sqh = _two_level(q, cfg.nbatch)
@@ -297,7 +299,7 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
     rt = q._runtime()
     tiles = _tiles(rt, ct)
     ls = _LS[rt.index]
-    BM, BN, BNK = tiles["BMQ"], tiles["BN"], tiles["BNK"]
+    BM, BN, BNK, RQ = tiles["BMQ"], tiles["BNQ"], tiles["BNK"], tiles["RQ"]
     params = _tparams(dt, ct, cfg, tiles)
     BH = cfg.B0 * cfg.H
     BHk = cfg.B0 * cfg.Hk
@@ -321,12 +323,13 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
     if needs[0]:
         kp = _pack(rt, k, cfg.nbatch, cfg.Hk, -2, -1, SP, EP, ct, pq)          # [kvh][SP][EP]
         dq = Tensor._empty(q._shape, dt, q.device)
-        nqb = (cfg.L + BM - 1) // BM
+        nqb = (cfg.L + BM * RQ - 1) // (BM * RQ)
         total = BH * nqb
+        SC = max(BN, _round(_SC[(rt.index, ct.name)], BN)) if RQ > 1 else SP
         if total:
             kk = kernel(rt, "sdpa.cl.mako", "sdpa_bwd_dq",
                         [None] + [_L] * 3 + [None] + [_L] * 5 + [None] + [_L] * 5 + [None] * 5 + [None] + [_L] * 5
-                        + [_L] * 7 + [_np_ct(ct)] + _drop_types(ct, cfg),
+                        + [_L] * 7 + [_np_ct(ct), _L] + _drop_types(ct, cfg),
                         **pq)
             dqs = dq._stride
             launch(rt, kk, total, ls, dq._storage.cl_buffer(), dqs[-3] * cfg.H if cfg.nbatch >= 2 else 0,
@@ -335,7 +338,7 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
                    g2._storage.cl_buffer(), g2._offset, sdb, sdh, g2._stride[-2], g2._stride[-1],
                    lse._storage.cl_buffer(), dlt._storage.cl_buffer(), kt._storage.cl_buffer(),
                    vt._storage.cl_buffer(), kp._storage.cl_buffer(), mb, m_off, smb, smh, sml, sms,
-                   cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale), *_drop_args(ct, cfg),
+                   cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale), SC, *_drop_args(ct, cfg),
                    host=host)
         else:
             dq = dq.zero_() if dq.numel() else dq
@@ -517,8 +520,8 @@ def _flash_config(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
     rt = query._runtime()
     if dropout_p > 0.0:
         tl = _tiles(rt, compute_dtype(dt))
-        if not all(n % 4 == 0 and n // 4 in (2, 4, 8, 16) for n in (tl["BN"], tl["BNK"])):
-            return None, "dropout with the profile's key blocks (block_n / 4 must be 2, 4, 8 or 16)"
+        if not all(n % 4 == 0 for n in (tl["BN"], tl["BNK"], tl["BNQ"])):
+            return None, "dropout with the profile's key blocks (block_n, bwd_block_n, bwd_block_n_dq must be multiples of 4)"
     maxd = int(rt.profile.get_value("sdpa", "max_head_dim", 256))
     E, EV = query._shape[-1], value._shape[-1]
     if E > maxd or EV > maxd or E == 0 or EV == 0:

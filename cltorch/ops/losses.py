@@ -196,9 +196,7 @@ def _ce_bwd(ctx, g):
                                               None, _L, _L, _L, _L, _np_scalar(ct), _np_scalar(ct), np.int32],
                T=x3.dtype.cl, CT=ct.cl, TT=t.dtype.cl, mode=mode, has_w=w is not None, smooth=smooth,
                types=types_of(x3.dtype, ct, t.dtype))
-    wsum = float(C)
-    if smooth and w is not None:
-        wsum = float(w.sum().item())
+    wsum = float(C)                   # the kernel sums the weights itself when they are given
     xb = x3._storage.cl_buffer()
     lb = lse._storage.cl_buffer()
     launch(rt, k, n, local_size(rt, "loss"), gi._storage.cl_buffer(), gi._offset, g._storage.cl_buffer(), g._offset,
