@@ -222,6 +222,8 @@ class _Swapped:
         self.inner = inner
         self.params = inner.params
         self.main = inner.main
+        self.pack_a = getattr(inner, "pack_b", None)     # the roles of A and B are exchanged
+        self.pack_b = getattr(inner, "pack_a", None)
 
     def run(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
         self.inner.run(b_buf, b_off, a_buf, a_off, c_buf, c_off, alpha, beta)
