@@ -116,13 +116,13 @@ def test_fully_masked_rows_give_zeros_and_zero_grads(device):
         out, gq = A(o), A(qt.grad)
         assert np.all(out[:, :, 1] == 0) and np.all(np.isfinite(out))
         assert np.all(gq[:, :, 1] == 0) and np.all(np.isfinite(gq))
-    # causal with L > S and a mask that removes the only visible key of row 0
+    # causal with L > S and a mask that removes the only visible key of row 0 (head dims 5, 7 as in CASES[2])
     m2 = np.ones((5, 3), bool)
     m2[0, 0] = False
-    q5 = rng.standard_normal((1, 1, 5, 8)).astype(np.float32)
-    o = sdpa(T(q5, device), T(k[..., :1, :3, :], device), T(v[..., :1, :3, :], device),
-             attn_mask=T(m2, device), is_causal=True)
-    assert np.all(A(o)[..., 0, :] == 0)
+    q5, k5, v5 = (rng.standard_normal((1, 1, n, e)).astype(np.float32) for n, e in ((5, 5), (3, 5), (3, 7)))
+    o = sdpa(T(q5, device, rg=True), T(k5, device), T(v5, device), attn_mask=T(m2, device), is_causal=True)
+    assert "Flash" in o.grad_fn.name()
+    assert np.all(A(o)[..., 0, :] == 0) and np.all(A(o)[..., 1:, :] != 0)
 
 
 @on_devices
@@ -167,13 +167,14 @@ def test_gradcheck_fused_and_math(device):
 @on_devices
 def test_double_backward_through_fused_path(device):
     rng = np.random.default_rng(4)
-    q = T(rng.standard_normal((1, 2, 3)), device, torch.float64, rg=True)
-    k = T(rng.standard_normal((1, 4, 3)), device, torch.float64, rg=True)
-    v = T(rng.standard_normal((1, 4, 2)), device, torch.float64, rg=True)
+    q = T(rng.standard_normal((1, 2, 3, 4)), device, torch.float64, rg=True)
+    k = T(rng.standard_normal((1, 2, 5, 4)), device, torch.float64, rg=True)
+    v = T(rng.standard_normal((1, 2, 5, 3)), device, torch.float64, rg=True)
+    mask = T(rng.standard_normal((3, 5)), device, torch.float64)
 
     def f(q, k, v):
         with torch.enable_grad(), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return sdpa(q, k, v, is_causal=True)
+            return sdpa(q, k, v, attn_mask=mask, is_causal=True)
     assert gradgradcheck(f, (q, k, v))
 
 
