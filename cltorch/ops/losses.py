@@ -57,18 +57,17 @@ def _np_scalar(ct):
 
 
 # ------------------------------------------------------------------------------------- row-loss reduction
-def _reduce_rows(loss, wt, n, reduction, out_dtype, nden):
+def _reduce_rows(loss, wt, n, reduction, out_dtype, nden, params):
     """Sum per-row losses (compute dtype, (n,)) into a 0-d tensor of out_dtype; for 'mean' divide by sum(wt)
-    (or by nden when wt is None). Returns (out, den) where den (1,) holds the denominator."""
+    (or by nden when wt is None). Returns (out, den) where den (1,) holds the denominator. params: the template
+    parameters of the calling loss kernel (the reduce kernel lives in the same program)."""
     dev = loss.device
     ct = loss.dtype
     out = Tensor._empty((), out_dtype, dev)
     den = Tensor._empty((1,), ct, dev)
     rt = out._runtime()
     k = kernel(rt, "loss.cl.mako", "loss_reduce", [None, None, None, None, _L, None, _L, _L, _L, _L, np.int32,
-                                                   np.int32, _L],
-               T=out_dtype.cl, CT=ct.cl, TT="long", mode="ce", has_w=False, smooth=False,
-               types=types_of(out_dtype, ct))
+                                                   np.int32, _L], **params)
     CH = int(rt.profile.get_value("loss", "reduce_chunk", 4096))
     host = is_host(loss)
     mean = 1 if reduction == "mean" else 0
@@ -115,13 +114,12 @@ def _ce_fwd(ctx, x, target, weight, ignore_index, reduction, eps, mode):
     wt = Tensor._empty((n,), ct, dev)
     rt = loss._runtime()
     host = is_host(x, t)
+    params = dict(T=x.dtype.cl, CT=ct.cl, TT=t.dtype.cl, mode=mode, has_w=w is not None,
+                  smooth=mode == "ce" and eps > 0, types=types_of(x.dtype, ct, t.dtype))
     if n:
         err = _err_buffer(rt, dev)
-        smooth = mode == "ce" and eps > 0
         k = kernel(rt, "loss.cl.mako", "ce_fwd", [None, None, None, None, None, _L, _L, _L, _L, None, _L, None, _L,
-                                                  _L, _L, _L, _L, _np_scalar(ct)],
-                   T=x.dtype.cl, CT=ct.cl, TT=t.dtype.cl, mode=mode, has_w=w is not None, smooth=smooth,
-                   types=types_of(x.dtype, ct, t.dtype))
+                                                  _L, _L, _L, _L, _np_scalar(ct)], **params)
         xb = x3._storage.cl_buffer()
         launch(rt, k, n, local_size(rt, "loss"), loss._storage.cl_buffer(), lse._storage.cl_buffer(),
                wt._storage.cl_buffer(), err._storage.cl_buffer(), xb, x3._offset, so, sc, si,
@@ -136,10 +134,11 @@ def _ce_fwd(ctx, x, target, weight, ignore_index, reduction, eps, mode):
         out = out.to(x.dtype) if out.dtype is not x.dtype else out
         den = None
     else:
-        out, den = _reduce_rows(loss, wt, n, reduction, x.dtype, n)
+        out, den = _reduce_rows(loss, wt, n, reduction, x.dtype, n, params)
     if ctx is not None:
         ctx.save_for_backward(x3, t, w, lse, den)
         ctx.args = (ignore_index, reduction, eps, mode, C, inner, so, sc, si, n)
+        ctx.params = params
     return out
 
 
@@ -191,11 +190,9 @@ def _ce_bwd(ctx, g):
     else:
         gstride = 0
     rt = gi._runtime()
-    smooth = mode == "ce" and eps > 0
     k = kernel(rt, "loss.cl.mako", "ce_bwd", [None, _L, None, _L, _L, None, None, _L, _L, _L, _L, None, _L, None, _L,
                                               None, _L, _L, _L, _L, _np_scalar(ct), _np_scalar(ct), np.int32],
-               T=x3.dtype.cl, CT=ct.cl, TT=t.dtype.cl, mode=mode, has_w=w is not None, smooth=smooth,
-               types=types_of(x3.dtype, ct, t.dtype))
+               **ctx.params)
     wsum = float(C)                   # the kernel sums the weights itself when they are given
     xb = x3._storage.cl_buffer()
     lb = lse._storage.cl_buffer()
@@ -224,11 +221,11 @@ def _cep_fwd(ctx, x, target, weight, reduction, eps):
     loss = Tensor._empty((n,), ct, dev)
     lse = Tensor._empty((n,), ct, dev)
     rt = loss._runtime()
+    params = dict(T=x.dtype.cl, CT=ct.cl, TT="long", mode="ce", has_w=w is not None, smooth=eps > 0,
+                  types=types_of(x.dtype, ct))
     if n:
         k = kernel(rt, "loss.cl.mako", "cep_fwd", [None, None, None, _L, _L, _L, _L, None, _L, _L, _L, _L, None, _L,
-                                                   _L, _L, _L, _np_scalar(ct)],
-                   T=x.dtype.cl, CT=ct.cl, TT="long", mode="ce", has_w=w is not None, smooth=eps > 0,
-                   types=types_of(x.dtype, ct))
+                                                   _L, _L, _L, _np_scalar(ct)], **params)
         xb = x3._storage.cl_buffer()
         launch(rt, k, n, local_size(rt, "loss"), loss._storage.cl_buffer(), lse._storage.cl_buffer(), xb,
                x3._offset, so, sc, si, t3._storage.cl_buffer(), t3._offset, tso, tsc, tsi,
@@ -238,8 +235,9 @@ def _cep_fwd(ctx, x, target, weight, reduction, eps):
         out = loss.reshape((outer,) + tuple(x._shape[2:]))
         out = out.to(x.dtype) if out.dtype is not x.dtype else out
     else:
-        out, _ = _reduce_rows(loss, None, n, reduction, x.dtype, n)
+        out, _ = _reduce_rows(loss, None, n, reduction, x.dtype, n, params)
     if ctx is not None:
+        ctx.params = params
         ctx.save_for_backward(x3, t3, w, lse)
         ctx.args = (reduction, eps, C, inner, so, sc, si, tso, tsc, tsi, n, outer, x._shape)
     return out
@@ -280,9 +278,7 @@ def _cep_bwd(ctx, g):
         gstride, gmul = 0, (1.0 / n if reduction == "mean" else 1.0)
     rt = gi._runtime()
     k = kernel(rt, "loss.cl.mako", "cep_bwd", [None, _L, None, _L, _L, _np_scalar(ct), None, _L, _L, _L, _L, None, _L,
-                                               _L, _L, _L, None, _L, None, _L, _L, _L, _np_scalar(ct)],
-               T=x3.dtype.cl, CT=ct.cl, TT="long", mode="ce", has_w=w is not None, smooth=eps > 0,
-               types=types_of(x3.dtype, ct))
+                                               _L, _L, _L, None, _L, None, _L, _L, _L, _np_scalar(ct)], **ctx.params)
     xb = x3._storage.cl_buffer()
     launch(rt, k, n, local_size(rt, "loss"), gi._storage.cl_buffer(), gi._offset, g._storage.cl_buffer(), g._offset,
            gstride, _np_scalar(ct)(gmul), xb, x3._offset, so, sc, si, t3._storage.cl_buffer(), t3._offset, tso, tsc,

@@ -14,7 +14,6 @@ norm; Zhang & Sennrich 2019 for RMSNorm; Wu & He 2018 for group norm); with ``xh
 When the backward runs with grad mode on (``create_graph=True``) it is composed from differentiable ops,
 so double backward works.
 """
-import math
 import numbers
 
 import numpy as np
@@ -40,19 +39,25 @@ def _dummy(t):
     return t._storage.cl_buffer()
 
 
-def _norm_launch(x, w, b, nrows, rs, A, sa, Bn, G, Cg, HW, eps, center, affine, save_var=False):
-    """Forward kernel over a contiguous x. Returns (y, mean, rstd, var or None)."""
+def _params(x, w, b, center, affine, save_var):
+    """Template parameters of one norm program (forward, backward and weight-gradient kernels share it)."""
     ct = compute_dtype(x.dtype)
+    return dict(T=x.dtype.cl, CT=ct.cl, center=bool(center), affine=affine, has_w=w is not None,
+                has_b=b is not None, save_var=bool(save_var), types=types_of(x.dtype, ct))
+
+
+def _norm_launch(x, w, b, nrows, rs, A, sa, Bn, G, Cg, HW, eps, center, affine, save_var=False):
+    """Forward kernel over a contiguous x. Returns (y, mean, rstd, var or None, params)."""
+    ct = compute_dtype(x.dtype)
+    params = _params(x, w, b, center, affine, save_var)
     y = Tensor._empty(x._shape, x.dtype, x.device)
     mean = Tensor._empty((nrows,), ct, x.device)
     rstd = Tensor._empty((nrows,), ct, x.device)
     var = Tensor._empty((nrows,), ct, x.device) if save_var else None
     if nrows == 0:
-        return y, mean, rstd, var
+        return y, mean, rstd, var, params
     rt = y._runtime()
-    k = kernel(rt, "norm.cl.mako", "norm_fwd", _FWD_ARGS + [_np_scalar(ct)], T=x.dtype.cl, CT=ct.cl,
-               center=bool(center), affine=affine, has_w=w is not None, has_b=b is not None,
-               save_var=bool(save_var), types=types_of(x.dtype, ct))
+    k = kernel(rt, "norm.cl.mako", "norm_fwd", _FWD_ARGS + [_np_scalar(ct)], **params)
     xb = x._storage.cl_buffer()
     launch(rt, k, nrows, local_size(rt, "norm"), y._storage.cl_buffer(), y._offset, xb, x._offset,
            w._storage.cl_buffer() if w is not None else xb, w._offset if w is not None else 0,
@@ -60,11 +65,13 @@ def _norm_launch(x, w, b, nrows, rs, A, sa, Bn, G, Cg, HW, eps, center, affine, 
            mean._storage.cl_buffer(), rstd._storage.cl_buffer(),
            var._storage.cl_buffer() if var is not None else mean._storage.cl_buffer(),
            nrows, rs, A, sa, Bn, G, Cg, HW, _np_scalar(ct)(eps), host=is_host(x, y))
-    return y, mean, rstd, var
+    return y, mean, rstd, var, params
 
 
-def _norm_bwd_launch(g, x, w, mean, rstd, nrows, rs, A, sa, Bn, G, Cg, HW, center, affine):
-    """Backward kernel: returns (grad_x, sum_g, sum_g_xh) (the sums only for affine == 'row')."""
+def _norm_bwd_launch(g, x, w, mean, rstd, nrows, rs, A, sa, Bn, G, Cg, HW, params):
+    """Backward kernel (params: the forward's): returns (grad_x, sum_g, sum_g_xh) (the sums only for affine
+    == 'row')."""
+    affine = params["affine"]
     ct = compute_dtype(x.dtype)
     g = g.to(x.dtype) if g.dtype is not x.dtype else g
     if g._shape != x._shape:
@@ -77,8 +84,7 @@ def _norm_bwd_launch(g, x, w, mean, rstd, nrows, rs, A, sa, Bn, G, Cg, HW, cente
     if nrows == 0:
         return gi, sg, sgx
     rt = gi._runtime()
-    k = kernel(rt, "norm.cl.mako", "norm_bwd", _BWD_ARGS, T=x.dtype.cl, CT=ct.cl, center=bool(center),
-               affine=affine, has_w=w is not None, has_b=False, save_var=False, types=types_of(x.dtype, ct))
+    k = kernel(rt, "norm.cl.mako", "norm_bwd", _BWD_ARGS, **params)
     xb = x._storage.cl_buffer()
     mb = mean._storage.cl_buffer()
     launch(rt, k, nrows, local_size(rt, "norm"), gi._storage.cl_buffer(), gi._offset, g._storage.cl_buffer(),
@@ -89,7 +95,7 @@ def _norm_bwd_launch(g, x, w, mean, rstd, nrows, rs, A, sa, Bn, G, Cg, HW, cente
     return gi, sg, sgx
 
 
-def _wgrad_launch(g, x, mean, rstd, nrows, M):
+def _wgrad_launch(g, x, mean, rstd, nrows, M, params):
     """Column sums over rows of g * xh and g (layer_norm / rms_norm weight and bias gradients)."""
     ct = compute_dtype(x.dtype)
     rt = x._runtime()
@@ -97,9 +103,7 @@ def _wgrad_launch(g, x, mean, rstd, nrows, M):
     nch = (nrows + CH - 1) // CH
     pw = Tensor._empty((nch, M), ct, x.device)
     pb = Tensor._empty((nch, M), ct, x.device)
-    k = kernel(rt, "norm.cl.mako", "norm_wgrad", [None, None, None, _L, None, _L, None, None] + [_L] * 4,
-               T=x.dtype.cl, CT=ct.cl, center=True, affine="col", has_w=True, has_b=False, save_var=False,
-               types=types_of(x.dtype, ct))
+    k = kernel(rt, "norm.cl.mako", "norm_wgrad", [None, None, None, _L, None, _L, None, None] + [_L] * 4, **params)
     launch(rt, k, M * nch, local_size(rt, "norm"), pw._storage.cl_buffer(), pb._storage.cl_buffer(),
            g._storage.cl_buffer(), g._offset, x._storage.cl_buffer(), x._offset, mean._storage.cl_buffer(),
            rstd._storage.cl_buffer(), nrows, M, CH, nch, host=is_host(x, g))
@@ -114,11 +118,11 @@ def _cast_back(t, dt):
 def _ln_fwd(ctx, x, w, b, M, eps, center):
     xc = x.contiguous()
     nrows = xc.numel() // M if M else 0
-    y, mean, rstd, _ = _norm_launch(xc, w, b, nrows, M, 1, 0, M, 1, M, 1, eps, center,
-                                    "col" if (w is not None or b is not None) else "none")
+    y, mean, rstd, _, params = _norm_launch(xc, w, b, nrows, M, 1, 0, M, 1, M, 1, eps, center,
+                                            "col" if (w is not None or b is not None) else "none")
     if ctx is not None:
         ctx.save_for_backward(xc, w, b, mean, rstd)
-        ctx.M, ctx.eps, ctx.center, ctx.shape = M, eps, center, x._shape
+        ctx.M, ctx.eps, ctx.center, ctx.shape, ctx.params = M, eps, center, x._shape, params
     return y
 
 
@@ -149,13 +153,12 @@ def _ln_bwd(ctx, g):
         gi, gw, gb = _ln_composed(g, x, w, b, M, eps, center, needs)
         return gi, gw, gb, None, None, None
     nrows = x.numel() // M if M else 0
-    gi, _, _ = _norm_bwd_launch(g, x, w, mean, rstd, nrows, M, 1, 0, M, 1, M, 1, center,
-                                "col" if w is not None else "none")
+    gi, _, _ = _norm_bwd_launch(g, x, w, mean, rstd, nrows, M, 1, 0, M, 1, M, 1, ctx.params)
     gw = gb = None
     if (w is not None and needs[1]) or (b is not None and needs[2]):
         gc = g.to(x.dtype) if g.dtype is not x.dtype else g
         gc = gc.expand(x._shape).contiguous() if gc._shape != x._shape else gc.contiguous()
-        sw, sb = _wgrad_launch(gc, x, mean, rstd, nrows, M)
+        sw, sb = _wgrad_launch(gc, x, mean, rstd, nrows, M, ctx.params)
         gw = _cast_back(sw.reshape(w._shape), w.dtype) if w is not None and needs[1] else None
         gb = _cast_back(sb.reshape(b._shape), b.dtype) if b is not None and needs[2] else None
     return gi, gw, gb, None, None, None
@@ -217,10 +220,11 @@ def _gn_fwd(ctx, x, w, b, G, eps):
     xc = x.contiguous()
     N, C, HW, Cg = _gn_dims(xc, G)
     affine = "group" if (w is not None or b is not None) else "none"
-    y, mean, rstd, _ = _norm_launch(xc, w, b, N * G, Cg * HW, 1, 0, Cg * HW, G, Cg, max(HW, 1), eps, True, affine)
+    y, mean, rstd, _, params = _norm_launch(xc, w, b, N * G, Cg * HW, 1, 0, Cg * HW, G, Cg, max(HW, 1), eps, True,
+                                            affine)
     if ctx is not None:
         ctx.save_for_backward(xc, w, b, mean, rstd)
-        ctx.G, ctx.eps = G, eps
+        ctx.G, ctx.eps, ctx.params = G, eps, params
     return y
 
 
@@ -248,8 +252,7 @@ def _gn_bwd(ctx, g):
     if is_grad_enabled():
         return _gn_composed(g, x, w, b, G, eps, needs) + (None, None)
     N, C, HW, Cg = _gn_dims(x, G)
-    gi, _, _ = _norm_bwd_launch(g, x, w, mean, rstd, N * G, Cg * HW, 1, 0, Cg * HW, G, Cg, max(HW, 1), True,
-                                "group" if w is not None else "none")
+    gi, _, _ = _norm_bwd_launch(g, x, w, mean, rstd, N * G, Cg * HW, 1, 0, Cg * HW, G, Cg, max(HW, 1), ctx.params)
     gw = gb = None
     if (w is not None and needs[1]) or (b is not None and needs[2]):
         g3 = g.reshape(N, C, HW) if g._shape == x._shape else g.expand(x._shape).reshape(N, C, HW)
@@ -292,11 +295,11 @@ def _bn_dims(x):
 def _bn_fwd(ctx, x, w, b, eps):
     xc = x.contiguous()
     N, C, HW = _bn_dims(xc)
-    affine = "row" if (w is not None or b is not None) else "none"
-    y, mean, rstd, var = _norm_launch(xc, w, b, C, HW, N, C * HW, HW, 1, 1, 1, eps, True, affine, save_var=True)
+    y, mean, rstd, var, params = _norm_launch(xc, w, b, C, HW, N, C * HW, HW, 1, 1, 1, eps, True, "row",
+                                              save_var=True)
     if ctx is not None:
         ctx.save_for_backward(xc, w, b, mean, rstd)
-        ctx.eps = eps
+        ctx.eps, ctx.params = eps, params
     return y, mean, var
 
 
@@ -321,7 +324,7 @@ def _bn_bwd(ctx, g, g_mean=None, g_var=None):
     if is_grad_enabled():
         return _bn_composed(g, x, w, b, ctx.eps, needs) + (None,)
     N, C, HW = _bn_dims(x)
-    gi, sg, sgx = _norm_bwd_launch(g, x, w, mean, rstd, C, HW, N, C * HW, HW, 1, 1, 1, True, "row")
+    gi, sg, sgx = _norm_bwd_launch(g, x, w, mean, rstd, C, HW, N, C * HW, HW, 1, 1, 1, ctx.params)
     gw = _cast_back(sgx, w.dtype) if w is not None and needs[1] else None
     gb = _cast_back(sg, b.dtype) if b is not None and needs[2] else None
     return gi, gw, gb, None
@@ -382,5 +385,4 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     statistics are not supported; pass use_input_stats=True)."""
     if not use_input_stats:
         raise NotImplementedError("instance_norm with use_input_stats=False is not supported")
-    N, C = input._shape[0], input._shape[1]
-    return group_norm(input, C, weight, bias, eps)
+    return group_norm(input, input._shape[1], weight, bias, eps)

@@ -123,13 +123,14 @@ def _softmax_raw(x, dim, log, safe=False):
     return out
 
 
-def _softmax_bwd_raw(g, y, dim, log):
-    """Kernel launch of the softmax/log_softmax backward (no autograd)."""
+def _softmax_bwd_raw(g, y, dim, log, safe=False):
+    """Kernel launch of the softmax/log_softmax backward (no autograd); ``safe`` only selects the forward's
+    program (the backward formula is the same)."""
     gi = Tensor._empty(y._shape, y.dtype, y.device)
     if y.numel() == 0:
         return gi
     if y.dim() == 0:
-        return _softmax_bwd_raw(g.reshape(1), y.reshape(1), 0, log).reshape(())
+        return _softmax_bwd_raw(g.reshape(1), y.reshape(1), 0, log, safe).reshape(())
     if g.dtype is not y.dtype:
         g = g.to(y.dtype)
     if g._shape != y._shape:
@@ -139,7 +140,7 @@ def _softmax_bwd_raw(g, y, dim, log):
     rt = gi._runtime()
     ct = compute_dtype(y.dtype)
     k = kernel(rt, "softmax.cl.mako", "softmax_bwd", [None, _L, None] + [_L] * 4 + [None] + [_L] * 4 + [_L] * 3,
-               T=y.dtype.cl, CT=ct.cl, log=bool(log), safe=False, types=types_of(y.dtype, ct))
+               T=y.dtype.cl, CT=ct.cl, log=bool(log), safe=bool(safe), types=types_of(y.dtype, ct))
     launch(rt, k, outer * inner, local_size(rt, "softmax"), gi._storage.cl_buffer(), gi._offset,
            g._storage.cl_buffer(), g._offset, gso, gsr, gsi, y._storage.cl_buffer(), y._offset, yso, ysr, ysi,
            outer * inner, R, inner, host=is_host(gi, g, y))
@@ -150,7 +151,7 @@ def _sm_fwd(ctx, x, dim, log, safe):
     out = _softmax_raw(x, dim, log, safe)
     if ctx is not None:
         ctx.save_for_backward(out)
-        ctx.dim, ctx.log = dim, log
+        ctx.dim, ctx.log, ctx.safe = dim, log, safe
     return out
 
 
@@ -158,7 +159,7 @@ def _sm_bwd(ctx, g):
     (y,) = ctx.saved_tensors
     if is_grad_enabled():
         return softmax_backward_composed(g, y, ctx.dim, ctx.log), None, None, None
-    return _softmax_bwd_raw(g, y, ctx.dim, ctx.log), None, None, None
+    return _softmax_bwd_raw(g, y, ctx.dim, ctx.log, ctx.safe), None, None, None
 
 
 def softmax_backward_composed(g, y, dim, log):
