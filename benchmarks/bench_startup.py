@@ -14,7 +14,7 @@ cltorch`` to that value, and the program builds and disk-cache hits it made.
   PoCL's own cache (about 44 ms a program here) instead of loaded from our binaries
   (``clCreateProgramWithBinary``): the issue asks which is faster.
 
-    python benchmarks/bench_startup.py [--device cl] [--warm-runs 3] [--quick]
+    python benchmarks/bench_startup.py [--device cl] [--warm-runs 3] [--quick] [--bytecode]
 
 ``--quick`` measures one warm start with the caches as they are and no DataLoader workers (no fresh folders, no
 cold run, no checks).
@@ -92,9 +92,14 @@ def _phases(r):
 
 
 def _count_files(d):
+    """Files under ``d``, leaving out the empty ``tempfile_*`` that PoCL leaves in its cache folder at start-up
+    (measured: a warm run adds exactly one such 0-byte file and no kernel)."""
     n = 0
-    for _, _, files in os.walk(d):
-        n += len(files)
+    for root, _, files in os.walk(d):
+        for f in files:
+            if f.startswith("tempfile_") and os.path.getsize(os.path.join(root, f)) == 0:
+                continue
+            n += 1
     return n
 
 
@@ -107,9 +112,12 @@ def _run_child(env, device, workers, timeout=900):
         raise RuntimeError(f"start-up child failed (exit {r.returncode}):\n{r.stderr[-3000:]}") from None
 
 
-def measure(device="cl", warm_runs=3, workers=2, quick=False, out=print):
-    """Dict of results (see the module docstring)."""
+def measure(device="cl", warm_runs=3, workers=2, quick=False, out=print, bytecode=False):
+    """Dict of results (see the module docstring). ``bytecode=True`` lets the children write and use ``.pyc``
+    files even where ``PYTHONDONTWRITEBYTECODE`` is set (it is on this machine: every import compiles source)."""
     env = dict(os.environ)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     res = {}
     if quick:  # no DataLoader workers: a smoke run of the same path, shorter
@@ -140,12 +148,12 @@ def measure(device="cl", warm_runs=3, workers=2, quick=False, out=print):
     return res
 
 
-def run(quick=False, device="cl", warm_runs=3, out=print):
+def run(quick=False, device="cl", warm_runs=3, out=print, bytecode=False):
     """Rows for benchmarks/run.py."""
     sys.path.insert(0, str(HERE))
     import _anchors as A
     load = A.load_avg()
-    r = measure(device, warm_runs, quick=quick, out=out)
+    r = measure(device, warm_runs, quick=quick, out=out, bytecode=bytecode)
     rows = []
     w = statistics.median(r["warm_s"])
     if quick:
@@ -164,7 +172,8 @@ def run(quick=False, device="cl", warm_runs=3, out=print):
                        None, "", "< 2 s, no new PoCL cache entries", ok,
                        note=f"runs {', '.join(f'{x:.2f}' for x in r['warm_s'])} s; new PoCL cache entries "
                             f"{r['new_pocl_entries_warm']}; builds {[x['builds'] for x in r['warm']]}; disk hits "
-                            f"{r['warm'][0]['disk_hits']}; median run: {_phases(mid)}; without the scikit-learn "
+                            f"{r['warm'][0]['disk_hits']}; bytecode caching {'on' if bytecode else 'as the environment says'}; "
+                            f"median run: {_phases(mid)}; without the scikit-learn "
                             f"import {statistics.median(x['first_step_s'] - x['data_s'] for x in r['warm']):.2f} s"))
     p = statistics.median(r["pocl_only_s"])
     rows.append(A.case("warm start served by PoCL's cache only (CLTORCH_NO_DISK_CACHE=1)", "s", p, {}, None, "", None,
@@ -175,8 +184,8 @@ def run(quick=False, device="cl", warm_runs=3, out=print):
 
 
 def suite(quick=False, device="cl:0"):
-    """Rows for benchmarks/run.py."""
-    return run(quick=quick, device=device)
+    """Rows for benchmarks/run.py: children use .pyc files as a user's Python does (see ``--bytecode``)."""
+    return run(quick=quick, device=device, bytecode=True)
 
 
 def main(argv=None):
@@ -185,11 +194,17 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--warm-runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--bytecode", action="store_true",
+                    help="let the children use .pyc files even where PYTHONDONTWRITEBYTECODE is set")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         return child(a.device, a.workers)
-    for row in run(a.quick, a.device, a.warm_runs):
+    if a.bytecode:
+        print("children run with bytecode caching (PYTHONDONTWRITEBYTECODE unset)")
+    elif os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set, so every import compiles its source (--bytecode to lift it)")
+    for row in run(a.quick, a.device, a.warm_runs, bytecode=a.bytecode):
         met = {True: "met", False: "MISSED", None: "-"}[row["met"]]
         print(f"{row['case']}: {row['ours']:.2f} s; bar {row['bar']}: {met}; {row['note']}")
 
