@@ -77,6 +77,30 @@ def best_torch(res):
     return min(cands, key=lambda k: statistics.median(res[k])) if cands else None
 
 
+def torch_best_of_threads(measure):
+    """(value, label) of ``measure()`` (seconds, lower is better) run with torch's default threads and with 1
+    thread; the faster, labelled "torch" or "torch 1 thread". (None, None) without torch."""
+    t = torch()
+    if t is None:
+        return None, None
+    got = []
+    for label, k in (("torch", _cache["torch_threads"]), ("torch 1 thread", 1)):
+        t.set_num_threads(k)
+        old = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = str(k)      # for anchors that run torch in a subprocess
+        try:
+            v = measure()
+        finally:
+            if old is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = old
+        if v is not None:
+            got.append((v, label))
+    restore_torch_threads()
+    return min(got) if got else (None, None)
+
+
 def restore_torch_threads():
     t = torch()
     if t is not None:

@@ -83,13 +83,15 @@ def run(quick=False, device="cl:0", rounds=None, profile=False, out=print):
                             ("backward", f"backward only of the {OPS}-op chain, per op", OPS)):
         sides = {"ours": (ours[key], sync)}
         if theirs is not None:
-            sides["torch"] = (theirs[key], None)
+            sides.update(A.torch_sides(lambda key=key: theirs[key]))
         load = A.load_avg()
         res = A.interleaved(sides, rounds=rounds, target_s=target, warmup=2)
+        A.restore_torch_threads()
         med = {k: A.median(v) * 1e6 / per for k, v in res.items()}
-        r = A.round_ratio(res["ours"], res.get("torch"))
+        bt = A.best_torch(res)
+        r = A.round_ratio(res["ours"], res.get(bt))
         rows.append(A.case(label, "us", med["ours"], {k: v for k, v in med.items() if k != "ours"}, r,
-                           "ours/torch time", None, None, note=f"load {load:.1f}; {A.cpu_note(1e6 / per, 'us')}"))
+                           f"ours/{bt} time", None, None, note=f"load {load:.1f}; {A.cpu_note(1e6 / per, 'us')}"))
     if profile:
         A.profile_host(ours["chain"], sync, n=50, out=out)
     return rows
