@@ -4,14 +4,15 @@ B=4, H=8, D=64, L=S from 256 to 4096 (default), float32, causal and not, forward
 each case it prints the median time and the peak extra device memory (``cltorch.cl.max_memory_allocated``
 above the inputs) of the fused path and of the math path, and torch's time when torch can be run. The math
 path stores the (B, H, L, S) score matrix, so at L=4096 it needs single 2 GiB buffers, above PoCL's largest
-allocation: it is reported as OOM while the fused path (O(L) extra memory) runs.
+allocation, and the whole computation several GiB; at L=8192 (``--big-sizes``, forward only) its 8 GiB score
+matrix cannot be allocated and it is reported as OOM, while the fused path (O(L) extra memory) runs.
 
 torch: imported directly when it is installed in this environment, else run in a subprocess with the Python
 given by ``--torch-python`` (default: /tmp/torchvenv/bin/python when it exists). Times are wall-clock medians;
 ``cpu`` columns give process CPU time / core count, which is steadier on a shared machine.
 
     python benchmarks/bench_sdpa.py [--sizes 256 512 1024 2048 4096] [--repeat 3] [--device cl:0]
-                                    [--no-math] [--no-torch] [--torch-python PATH] [--fwd-only]
+                                    [--big-sizes 8192] [--no-math] [--no-torch] [--torch-python PATH] [--fwd-only]
 """
 import argparse
 import gc
@@ -127,6 +128,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--big-sizes", type=int, nargs="*", default=[8192],
+                    help="sizes run forward only, once (where the math path runs out of memory)")
     ap.add_argument("--device", default="cl:0")
     ap.add_argument("--no-math", action="store_true")
     ap.add_argument("--no-torch", action="store_true")
@@ -142,9 +145,10 @@ def main():
     print(hdr)
     print("-" * len(hdr))
     tv = None
-    for L in a.sizes:
+    cases = [(L, False) for L in a.sizes] + [(L, True) for L in a.big_sizes]
+    for L, big in cases:
         for causal in (False, True):
-            for backward in ((False,) if a.fwd_only else (False, True)):
+            for backward in ((False,) if a.fwd_only or big else (False, True)):
                 rep = a.repeat if L <= 2048 else 1
                 fw, fc, fm = ours(L, causal, backward, SDPBackend.FLASH_ATTENTION, a.device, rep)
                 mw = mc = mm = None

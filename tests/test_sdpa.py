@@ -83,7 +83,7 @@ def _inputs(rng, bshape, L, S, E, EV, mk):
 @pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
 def test_fused_and_math_match_numpy_and_each_other(device, case):
     bshape, L, S, E, EV, causal, mk = case
-    rng = np.random.default_rng(hash(case) % 2 ** 32)
+    rng = np.random.default_rng(CASES.index(case))
     q, k, v, mask = _inputs(rng, bshape, L, S, E, EV, mk)
     g = rng.standard_normal(bshape + (L, EV)).astype(np.float32)
     r = ref(q, k, v, g, mask, causal)
