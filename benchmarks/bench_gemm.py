@@ -189,7 +189,6 @@ def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, 
         ok = "" if bar is None else (f">= {bar} ok" if ratio >= bar else f">= {bar} MISSED")
         out(f"| {n} | {o:.1f} | {r:.1f} | {ratio:.2f} | {ok} | {ld} | {json.dumps(cfg, separators=(',', ':'))} |")
         rows.append({"n": n, "ours": o, "numpy": r, "ratio": ratio, "bar": bar, "load": load_cores, "config": cfg})
-        del dA, dB, dC
     return rows
 
 

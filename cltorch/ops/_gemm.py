@@ -53,8 +53,8 @@ _I64 = np.int64
 _INT_MAX = 2 ** 31 - 1
 
 # Used when no profile has a [gemm] table (and to fill keys a profile row leaves out).
-_DEFAULT_REG = {"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8, "a_mode": "strided", "b_mode": "auto",
-                "ku": 0, "pack_local": 64}
+_DEFAULT_REG = {"mr": 6, "nv": 2, "vw": 8, "lx": 4, "ly": 4, "a_mode": "strided", "b_mode": "auto",
+                "ku": 0, "kc": 0, "tm": 0, "pack_local": 16, "pack_k": 8}
 _DEFAULT_LOCAL = {"lx": 16, "ly": 16, "mr": 4, "nr": 4, "tk": 16}
 
 # The template is rendered with strict_undefined, so every name it uses gets a value; those of the other
@@ -76,6 +76,7 @@ def _contig(lane_stride, k_stride):
     if k_stride == 1:
         return "k"
     return ""
+
 
 _DTYPES = {np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
            np.dtype(np.float16): ("half", "float")}
@@ -249,7 +250,6 @@ class _Plan:
         self.launch_list = []
         cfg = choose_config(rt.profile, dt, M, N, K)
         self.cfg = cfg
-        esize = dt.itemsize
         asize = np.dtype(np.float64 if acc == "double" else np.float32).itemsize
         a_off, a_rs, a_cs, a_bs = a
         b_off, b_rs, b_cs, b_bs = b
