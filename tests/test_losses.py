@@ -23,14 +23,6 @@ def A(t):
     return np.array(t.detach().cpu().tolist(), dtype=np.float64)
 
 
-def ggc(f, inputs):
-    """gradgradcheck with f under enable_grad (gradcheck's numerical side runs under no_grad)."""
-    def g(*a):
-        with torch.enable_grad():
-            return f(*a)
-    return gradgradcheck(g, inputs)
-
-
 def np_log_softmax(a, axis):
     m = a.max(axis, keepdims=True)
     return a - m - np.log(np.exp(a - m).sum(axis, keepdims=True))
@@ -156,14 +148,14 @@ def test_cross_entropy_gradcheck_and_double_backward(device):
     w = T(rng.random(4) + 0.5, device, torch.float64)
     f = lambda x: cross_entropy(x, t, w, label_smoothing=0.1)   # noqa: E731
     assert gradcheck(f, (x,))
-    assert ggc(f, (x,))
+    assert gradgradcheck(f, (x,))
     fn = lambda x: cross_entropy(x, t, reduction="none")   # noqa: E731
     assert gradcheck(fn, (x,))
-    assert ggc(fn, (x,))
+    assert gradgradcheck(fn, (x,))
     # probability targets: gradients for input and target
     p = T(rng.random((3, 4)), device, torch.float64, rg=True)
     assert gradcheck(lambda x, p: cross_entropy(x, p), (x, p))
-    assert ggc(lambda x, p: cross_entropy(x, p, reduction="sum"), (x, p))
+    assert gradgradcheck(lambda x, p: cross_entropy(x, p, reduction="sum"), (x, p))
     # a hand-checked double backward: d/dx of sum(grad * v) equals the Hessian-vector product
     x2 = T(rng.standard_normal((1, 3)), device, torch.float64, rg=True)
     loss = cross_entropy(x2, T([0], device))
@@ -189,7 +181,7 @@ def test_nll_loss(device):
     np.testing.assert_allclose(A(xt.grad), dref, rtol=1e-5, atol=1e-7)
     x64 = T(rng.standard_normal((3, 4)), device, torch.float64, rg=True)
     assert gradcheck(lambda a: nll_loss(a, T([0, 1, 3], device), reduction="sum"), (x64,))
-    assert ggc(lambda a: nll_loss(log_softmax(a, 1), T([0, 1, 3], device)), (x64,))
+    assert gradgradcheck(lambda a: nll_loss(log_softmax(a, 1), T([0, 1, 3], device)), (x64,))
     with pytest.raises(IndexError, match="Target 4 is out of bounds"):
         nll_loss(xt, T([0, 1, 2, 4, 0], device))
 
@@ -255,7 +247,7 @@ def test_binary_cross_entropy(device):
     x64 = T(rng.random((2, 3)) * 0.8 + 0.1, device, torch.float64, rg=True)
     t64 = T(rng.random((2, 3)), device, torch.float64, rg=True)
     assert gradcheck(lambda a, b: binary_cross_entropy(a, b), (x64, t64))
-    assert ggc(lambda a, b: binary_cross_entropy(a, b), (x64, t64))
+    assert gradgradcheck(lambda a, b: binary_cross_entropy(a, b), (x64, t64))
     with pytest.raises(ValueError):
         binary_cross_entropy(pt, T(t[0], device))
 
@@ -287,7 +279,7 @@ def test_binary_cross_entropy_with_logits(device):
     w64 = T(rng.random((2, 3)), device, torch.float64, rg=True)
     f = lambda a, b, c, d: binary_cross_entropy_with_logits(a, b, c, pos_weight=d)  # noqa: E731
     assert gradcheck(f, (x64, t64, w64, p64))
-    assert ggc(lambda a, b: binary_cross_entropy_with_logits(a, b), (x64, t64))
+    assert gradgradcheck(lambda a, b: binary_cross_entropy_with_logits(a, b), (x64, t64))
 
 
 @on_devices

@@ -173,7 +173,7 @@ def test_double_backward_through_fused_path(device):
     mask = T(rng.standard_normal((3, 5)), device, torch.float64)
 
     def f(q, k, v):
-        with torch.enable_grad(), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             return sdpa(q, k, v, attn_mask=mask, is_causal=True)
     assert gradgradcheck(f, (q, k, v))
 
@@ -252,8 +252,7 @@ def test_fused_dropout_gradcheck_and_double_backward(device):
 
     def f(q, k, v):
         R.manual_seed(99)                       # the same dropout mask on every evaluation
-        with torch.enable_grad():
-            return sdpa(q, k, v, dropout_p=0.4)
+        return sdpa(q, k, v, dropout_p=0.4)
     assert "Flash" in f(q, k, v).grad_fn.name()
     assert gradcheck(f, (q, k, v))
     assert gradgradcheck(f, (q, k, v))

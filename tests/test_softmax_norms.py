@@ -21,15 +21,6 @@ def A(t):
     return np.array(t.detach().cpu().tolist(), dtype=np.float64)
 
 
-def ggc(f, inputs):
-    """gradgradcheck; f runs under enable_grad because gradcheck evaluates the numerical side under no_grad,
-    where the inner autograd.grad of gradgradcheck would find no graph."""
-    def g(*a):
-        with torch.enable_grad():
-            return f(*a)
-    return gradgradcheck(g, inputs)
-
-
 def np_softmax(a, d):
     e = np.exp(a - a.max(d, keepdims=True))
     return e / e.sum(d, keepdims=True)
@@ -115,7 +106,7 @@ def test_softmax_gradcheck_and_gradgradcheck(device, log):
     x = T(rng.standard_normal((2, 3, 2)), device, torch.float64, rg=True)
     f = (lambda t: log_softmax(t, 1)) if log else (lambda t: softmax(t, 1))
     assert gradcheck(f, (x,))
-    assert ggc(f, (x,))
+    assert gradgradcheck(f, (x,))
 
 
 # ------------------------------------------------------------------------------------------------ layer norm
@@ -177,7 +168,7 @@ def test_layer_norm_gradcheck_and_double_backward(device):
     b = T(rng.standard_normal(4), device, torch.float64, rg=True)
     f = lambda x, w, b: layer_norm(x, (4,), w, b, 1e-5)   # noqa: E731
     assert gradcheck(f, (x, w, b))
-    assert ggc(f, (x, w, b))
+    assert gradgradcheck(f, (x, w, b))
 
 
 @on_devices
@@ -200,7 +191,7 @@ def test_rms_norm(device):
     x64 = T(rng.standard_normal((2, 3)), device, torch.float64, rg=True)
     w64 = T(rng.standard_normal(3), device, torch.float64, rg=True)
     assert gradcheck(lambda x, w: rms_norm(x, 3, w, eps=1e-6), (x64, w64))
-    assert ggc(lambda x, w: rms_norm(x, 3, w, eps=1e-6), (x64, w64))
+    assert gradgradcheck(lambda x, w: rms_norm(x, 3, w, eps=1e-6), (x64, w64))
 
 
 # ------------------------------------------------------------------------------------------------ group norm
@@ -233,7 +224,7 @@ def test_group_norm(device):
     w64 = T(rng.standard_normal(4), device, torch.float64, rg=True)
     b64 = T(rng.standard_normal(4), device, torch.float64, rg=True)
     assert gradcheck(lambda x, w, b: group_norm(x, 2, w, b), (x64, w64, b64))
-    assert ggc(lambda x, w, b: group_norm(x, 2, w, b), (x64, w64, b64))
+    assert gradgradcheck(lambda x, w, b: group_norm(x, 2, w, b), (x64, w64, b64))
 
 
 # ------------------------------------------------------------------------------------------------ batch norm
@@ -282,4 +273,4 @@ def test_batch_norm_gradcheck(device):
     b = T(rng.standard_normal(2), device, torch.float64, rg=True)
     f = lambda x, w, b: batch_norm(x, None, None, w, b, training=True)  # noqa: E731
     assert gradcheck(f, (x, w, b))
-    assert ggc(f, (x, w, b))
+    assert gradgradcheck(f, (x, w, b))
