@@ -43,13 +43,7 @@ class Adagrad(Optimizer):
                 st["step"] = _as_step(0.0)
                 st["sum"] = _full_like(p, group["initial_accumulator_value"])
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
+    _group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
 
     def share_memory(self):
         """PyTorch moves the ``sum`` states to shared memory; cltorch tensors need no such step."""

@@ -34,13 +34,7 @@ class Adamax(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+    _group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def step(self, closure=None):
         """One Adamax step over every parameter with a gradient. Returns ``closure()``'s loss if given."""

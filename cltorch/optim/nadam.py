@@ -43,14 +43,11 @@ class NAdam(Optimizer):
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
+    _group_defaults = dict(maximize=False, foreach=None, capturable=False, differentiable=False,
+                           decoupled_weight_decay=False)
+
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
         for st in self.state.values():
             if isinstance(st, dict) and "mu_product" in st:
                 st["mu_product"] = _as_step(st["mu_product"])

@@ -123,6 +123,8 @@ class Optimizer:
         defaults (dict): default values of the optimization options, used by groups that don't set them.
     """
 
+    _group_defaults = {}   # per-group options a subclass fills in when unpickling an older state
+
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         if "step" in cls.__dict__:
@@ -161,6 +163,9 @@ class Optimizer:
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:   # options added after a state was pickled get their defaults
+            for k, v in self._group_defaults.items():
+                group.setdefault(k, v)
 
     def __repr__(self):
         s = type(self).__name__ + " ("
