@@ -40,7 +40,8 @@ class Storage:
         if device.type == "cpu":
             return cls(device, dtype, size, host=aligned_empty(size, dtype.np))
         rt = backend.runtime(device.index)
-        _check_caps(dtype, rt)
+        if dtype.is_floating_point and dtype.itemsize != 4:     # float64 and float16 need an extension
+            _check_caps(dtype, rt)
         nbytes = size * dtype.itemsize
         return cls(device, dtype, size, buf=rt.alloc(nbytes), rt=rt, nbytes=max(nbytes, 1))
 

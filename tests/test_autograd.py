@@ -249,3 +249,35 @@ def test_gradgradcheck_elementwise_and_matmul(device):
     b = torch.tensor(rng.standard_normal((3, 2)), dtype=torch.float64, device=device, requires_grad=True)
     assert gradgradcheck(lambda x, y: (x.tanh() @ y).exp(), (a, b))
     assert gradgradcheck(lambda x: x.sum(0) * x.mean(), (a,))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_leaf_grad_memory_is_never_shared(device):
+    """A leaf keeps its first gradient without a copy only when nothing else can see that memory."""
+    # add's backward hands one gradient object to both leaves: they must not alias
+    a = torch.ones(4, device=device, requires_grad=True)
+    b = torch.ones(4, device=device, requires_grad=True)
+    (a + b).sum().backward()
+    a.grad.add_(1.0)
+    assert to_np(b.grad).tolist() == [1.0] * 4
+    # a hook that keeps the gradient: later accumulation must not change what the hook kept
+    kept = []
+    w = torch.ones(3, 2, device=device, requires_grad=True)
+    w.register_hook(lambda g: kept.append(g))
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    torch.nn.functional.linear(x, w.t()).sum().backward()
+    before = to_np(kept[0]).copy()
+    torch.nn.functional.linear(x, w.t()).sum().backward()
+    assert np.array_equal(to_np(kept[0]), before)
+    assert np.array_equal(to_np(w.grad), 2 * before)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_weight_grad_is_contiguous_without_a_copy(device):
+    """linear's weight gradient is computed in the weight's layout, so the leaf keeps the product itself."""
+    lin = torch.nn.Linear(5, 3).to(device)
+    x = torch.randn(4, 5, device=device)
+    lin(x).sum().backward()
+    g = lin.weight.grad
+    assert g.is_contiguous() and g._base is None and g.shape == (3, 5)
+    np.testing.assert_allclose(to_np(g), np.tile(to_np(x).sum(0), (3, 1)), rtol=1e-5, atol=1e-5)

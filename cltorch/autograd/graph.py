@@ -5,6 +5,7 @@ per tensor input: ``(next_node, input_nr)``. Leaves get an :class:`AccumulateGra
 counts dependencies and runs nodes from a ready queue, never recursing, so a graph 10,000 ops deep is
 fine. Saved tensors are freed as nodes run unless ``retain_graph``.
 """
+import sys
 import threading
 
 from .. import _dtype as D
@@ -305,7 +306,7 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
         buf = buffers.pop(id(node), {})
         nid = id(node)
         if isinstance(node, AccumulateGrad):
-            g = buf.get(0)
+            g = buf.pop(0, None)
             if node.pre_hooks:
                 for fn in list(node.pre_hooks.get(0, {}).values()):
                     r = fn(g)
@@ -316,12 +317,10 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
                     results[k] = g
             if accumulate and g is not None and (inputs is None or (nid, 0) in capture):
                 v = node.variable
-                if not create_graph:
-                    g = g.detach()
                 if v.grad is None:
-                    v.grad = g if (create_graph or _owns(g)) else g.clone()
+                    v.grad = g if create_graph else _grad_for_leaf(g)
                 else:
-                    v.grad = v.grad + g if create_graph else v.grad.add_(g)
+                    v.grad = v.grad + g if create_graph else v.grad.add_(g.detach())
                 if v._post_acc_hooks:
                     for fn in list(v._post_acc_hooks.values()):
                         fn(v)
@@ -371,6 +370,7 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
             deps[id(nxt)] = d
             if d == 0:
                 ready.append(nxt)
+        grads = in_grads = g = b = None   # the engine keeps no gradient past its node: see _grad_for_leaf
     if inputs is not None and not allow_unused and not accumulate:
         for k, r in enumerate(results):
             if r is None:
@@ -379,10 +379,19 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
     return results
 
 
-def _owns(g):
-    """True when nothing else can see g's storage, so the leaf may keep g itself as its .grad."""
-    import sys
-    return g._base is None and g.is_contiguous() and sys.getrefcount(g._storage) <= 3
+def _grad_for_leaf(g):
+    """What a leaf keeps as its first ``.grad``: g's memory without a copy when nothing else can see it, else a
+    copy (PyTorch's AccumulateGrad does the same by use count). g qualifies when the engine holds the only
+    reference to it (the caller's variable, this parameter, getrefcount's own argument), it is the contiguous
+    whole of its storage, and only g (and g's base, held only by g) reference that storage. So ``linear``'s
+    weight gradient, the transpose of a transposed product, is kept as it is. Returns a tensor cut from the graph.
+    """
+    if sys.getrefcount(g) <= 3 and g._offset == 0 and g.numel() == g._storage.size and g.is_contiguous():
+        base = g._base
+        if (sys.getrefcount(g._storage) <= 2) if base is None else \
+                (sys.getrefcount(base) <= 3 and sys.getrefcount(g._storage) <= 3):   # base: g._base, local, argument
+            return Tensor._make(g._storage, g._shape)
+    return g.detach().clone()
 
 
 def _postorder(roots):

@@ -58,6 +58,7 @@ class Runtime:
         self.limit = None            # bytes, from set_per_process_memory_fraction
         self.pending = False         # work queued since the last synchronize
         self.mf = cl.mem_flags
+        self._cl_errors = (cl.MemoryError, cl.RuntimeError, cl.LogicError)
 
     # ---------------------------------------------------------------- kernels
     def program(self, template, options=(), **params):
@@ -143,7 +144,6 @@ class Runtime:
 
     def alloc(self, nbytes):
         """A pooled device buffer of at least ``nbytes`` (>= 1). Raises OutOfMemoryError."""
-        import pyopencl as cl
         nbytes = max(int(nbytes), 1)
         if nbytes > self.info.max_alloc:
             raise self._oom(nbytes, "above the device's max_mem_alloc_size")
@@ -152,13 +152,15 @@ class Runtime:
             raise self._oom(nbytes, "past the limit set by set_per_process_memory_fraction")
         try:
             buf = self.pool.allocate(nbytes)
-        except (cl.MemoryError, cl.RuntimeError, cl.LogicError) as e:
+        except self._cl_errors as e:
             self.pool.free_held()
             try:
                 buf = self.pool.allocate(nbytes)
-            except (cl.MemoryError, cl.RuntimeError, cl.LogicError):
+            except self._cl_errors:
                 raise self._oom(nbytes, f"the driver refused: {e}") from None
-        self.account(nbytes)
+        self.allocated += nbytes
+        if self.allocated > self.peak:
+            self.peak = self.allocated
         return buf
 
     def account(self, nbytes):

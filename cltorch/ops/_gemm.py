@@ -345,21 +345,20 @@ class _Plan:
 
     def _run_reg(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
         rt = self.rt
-        q = rt.queue
-        rt.pending = True
+        launch = rt.launch      # the runtime's lock keeps another thread from swapping a kernel's arguments
         if self.pack_a is not None:
             k, gs, ls, rest, nbytes = self.pack_a
             tmp = rt.alloc(nbytes)
-            k(q, gs, ls, a_buf, a_off, *rest, tmp, self.ap_bs)
+            launch(k, gs, ls, a_buf, a_off, *rest, tmp, self.ap_bs)
             a_buf, a_off = tmp, 0
         if self.pack_b is not None:
             k, gs, ls, rest, nbytes = self.pack_b
             tmp = rt.alloc(nbytes)
-            k(q, gs, ls, b_buf, b_off, *rest, tmp, self.bp_bs)
+            launch(k, gs, ls, b_buf, b_off, *rest, tmp, self.bp_bs)
             b_buf, b_off = tmp, 0
         km, gs, ls = self.main
-        km(q, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides, c_buf, c_off, *self.c_rest,
-           alpha, beta)
+        launch(km, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides, c_buf, c_off, *self.c_rest,
+               alpha, beta)
         if self.tmp_bytes:
             # the temporaries return to the pool when their last reference goes; the in-order queue runs
             # whatever reuses them after this GEMM
@@ -386,10 +385,8 @@ class _Plan:
         self.run = self._run_local
 
     def _run_local(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
-        rt = self.rt
-        rt.pending = True
         km, gs, ls = self.main
-        km(rt.queue, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides,
+        self.rt.launch(km, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides,
            c_buf, c_off, *self.c_strides, *self.mnk, alpha, beta)
 
     def run(self, *args):        # replaced per instance; a no-op plan does nothing

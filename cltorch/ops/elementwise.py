@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from .. import _dtype as D
+from .._storage import Storage
 from .._tensor import Tensor, contiguous_strides
 
 __all__ = ["pointwise", "broadcast_shapes", "common_device", "as_operand", "sync_if_exposed"]
@@ -177,7 +178,17 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     or to ``op_compute[i]`` when given. out_dtype: the output dtype (bool outputs store ``expr != 0``).
     out: an existing tensor to write (its shape must equal the broadcast shape), else a new one.
     Returns the output tensor.
+
+    Every launch decision depends only on the operands' dtypes, shapes, strides and devices (and offsets'
+    alignment), so it is made once per such signature and kept as a :class:`_Plan`; a repeated call only
+    allocates the output, sets the buffers and offsets, and enqueues.
     """
+    pkey = _plan_key(expr, operands, out_dtype, compute, out, op_compute, shape)
+    plan = _plans.get(pkey)
+    if plan is not None:
+        res = plan.run(operands, out)
+        if res is not None:
+            return res
     tens = [x for x in operands if isinstance(x, Tensor)]
     if out is not None:
         dev = out.device
@@ -202,6 +213,8 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     if n <= _HOST_MAX and out._storage.host is not None and all(t._storage.host is not None for t in tens):
         code = _host_code(expr, cts, out_dtype)
         if code is not None:
+            if all(a is b for a, b in zip(ops, operands)):
+                _plans[pkey] = _Plan(out, shape, code=code, cts=cts)
             return _host_pointwise(code, ops, cts, out, shape)
     spec = []
     for x, ct in zip(ops, cts):
@@ -259,9 +272,74 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         items = (n + epi - 1) // epi
     gs = ((items + ls - 1) // ls) * ls
     rt.launch(k, (gs,), (ls,), *args)
-    if out._storage.host is not None or any(t._storage.host is not None for t in tens):
+    sync = out._storage.host is not None or any(t._storage.host is not None for t in tens)
+    if sync:
         rt.synchronize()   # cpu tensors: synchronous, so numpy views and host memory are never stale
+    if all(a is b for a, b in zip(ops, operands)):
+        _plans[pkey] = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=args[2 + 2 * len(tens) + len(ops) - len(tens):],
+                            vw=vw, sync=sync)
     return out
+
+
+def _plan_key(expr, operands, out_dtype, compute, out, op_compute, shape):
+    """What a launch decision depends on: Tensors by (dtype, shape, strides, device), scalars by type."""
+    key = [expr, out_dtype, compute, shape, tuple(op_compute) if op_compute else None]
+    if out is not None:
+        key.append((out.dtype, out._shape, out._stride, out.device))
+    for x in operands:
+        if isinstance(x, Tensor):
+            key.append((x.dtype, x._shape, x._stride, x.device))
+        else:
+            key.append(type(x))
+    return tuple(key)
+
+
+_plans = {}
+
+
+class _Plan:
+    """A recorded launch of ``pointwise`` for one operand signature (see ``_plan_key``).
+
+    ``run`` repeats it: a new output (or the given one), then the host numpy expression (``code``) or the kernel
+    with the recorded sizes and strides. Returns None where the signature's plan does not apply to these
+    operands (an offset no longer aligned for the vector path); the caller then takes the general path.
+    """
+
+    __slots__ = ("shape", "stride", "dtype", "device", "numel", "code", "cts", "kernel", "gs", "ls", "tail", "vw",
+                 "sync", "rt")
+
+    def __init__(self, out, shape, code=None, cts=None, kernel=None, gs=None, ls=None, tail=None, vw=0, sync=True):
+        self.shape, self.stride, self.dtype, self.device = shape, contiguous_strides(shape), out.dtype, out.device
+        self.numel = out._storage.size
+        self.code, self.cts = code, cts
+        self.kernel, self.gs, self.ls, self.tail, self.vw, self.sync = kernel, gs, ls, tail, vw, sync
+        self.rt = out._storage.runtime() if kernel is not None else None
+
+    def run(self, operands, out):
+        vw = self.vw
+        if vw:
+            if out is not None and not _aligned(out, vw):
+                return None
+            for x in operands:
+                if isinstance(x, Tensor) and not _aligned(x, vw):
+                    return None
+        if out is None:
+            out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device), self.shape, self.stride)
+        if self.code is not None:
+            return _host_pointwise(self.code, operands, self.cts, out, self.shape)
+        args = [out._storage.cl_buffer(), out._offset]
+        for x in operands:
+            if isinstance(x, Tensor):
+                args.append(x._storage.cl_buffer())
+                args.append(x._offset)
+            else:
+                args.append(x)
+        args += self.tail
+        rt = self.rt
+        rt.launch(self.kernel, self.gs, self.ls, *args)
+        if self.sync:
+            rt.synchronize()
+        return out
 
 
 def contiguous_like(shape):

@@ -92,13 +92,27 @@ def _mm_forward(ctx, a, b):
     return out
 
 
+def _column_major(t):
+    """True for a matrix stored by columns, such as ``weight.t()``."""
+    return t._stride[-2] == 1 and t._stride[-1] != 1 and t._shape[-1] != 1
+
+
 def _mm_backward(ctx, g):
+    """dA = g @ B^T and dB = A^T @ g. Each gradient is written in its input's layout: for a column-major input
+    (``linear``'s ``weight.t()``) the transposed product is computed and returned as a transposed view, so the
+    gradient reaching the weight is contiguous and needs no copy."""
     a, b = ctx.saved_tensors
     ga = gb = None
     if ctx.needs_input_grad[0]:
-        ga = matmul_nd(g, b.transpose(-1, -2))
+        if _column_major(a):
+            ga = matmul_nd(b, g.transpose(-1, -2)).transpose(-1, -2)
+        else:
+            ga = matmul_nd(g, b.transpose(-1, -2))
     if ctx.needs_input_grad[1]:
-        gb = matmul_nd(a.transpose(-1, -2), g)
+        if _column_major(b):
+            gb = matmul_nd(g.transpose(-1, -2), a).transpose(-1, -2)
+        else:
+            gb = matmul_nd(a.transpose(-1, -2), g)
     return ga, gb
 
 

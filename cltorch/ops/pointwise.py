@@ -81,8 +81,16 @@ def run_inplace(self, opname, fn_outplace, *args, **kw):
 _BINARY = {}
 
 
+def _promotion_key(x):
+    """What PyTorch's type promotion reads from an operand: a tensor's dtype and whether it is 0-d, or a
+    scalar's Python type."""
+    return (x.dtype, not x._shape) if isinstance(x, Tensor) else type(x)
+
+
 def _binary_forward(name, expr, rule):
-    def forward(ctx, a, b, out=None):
+    resolved = {}   # promotion keys and default dtype -> (kernel expression, output dtype, compute dtype)
+
+    def resolve(a, b):
         if not _is_t(a) and not _is_t(b):
             raise TypeError(f"{name}(): expected at least one tensor argument")
         rdt = D.result_type(a, b)
@@ -93,11 +101,17 @@ def _binary_forward(name, expr, rule):
                 raise RuntimeError(f"\"{name}_cpu\" not implemented for '{rdt.name.capitalize()}': {name} needs "
                                    "integer or bool tensors")
         cdt = _ct(rdt)
-        odt = D.bool if rule == "bool" else rdt
+        return _render(expr, cdt), (D.bool if rule == "bool" else rdt), cdt
+
+    def forward(ctx, a, b, out=None):
+        key = (_promotion_key(a), _promotion_key(b), D.get_default_dtype())
+        r = resolved.get(key)
+        if r is None:
+            r = resolved[key] = resolve(a, b)
         if ctx is not None:
             ctx.save_for_backward(a if _is_t(a) else None, b if _is_t(b) else None)
             ctx.a_scalar, ctx.b_scalar = (None if _is_t(a) else a), (None if _is_t(b) else b)
-        return pointwise(_render(expr, cdt), [a, b], odt, cdt, out=out)
+        return pointwise(r[0], [a, b], r[1], r[2], out=out)
     return forward
 
 
