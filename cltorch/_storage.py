@@ -102,6 +102,8 @@ class Storage:
             with rt.lock:       # no launch from another thread between the blocking copy and clearing the flag
                 cl.enqueue_copy(rt.queue, out, self.buf, src_offset=offset * self.dtype.itemsize, is_blocking=True)
                 rt.pending = False
+            if rt._checks:      # the in-order queue has finished everything before this read
+                rt.run_checks()
         return out
 
     def write(self, array, offset=0):

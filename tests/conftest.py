@@ -22,6 +22,14 @@ def device(request):
     return request.param
 
 
+@pytest.fixture(autouse=True)
+def _report_deferred_device_errors():
+    """A device-side error (a bounds flag) surfaces at the next synchronization: synchronize after each test, so
+    an unreported one fails the test that caused it and not a later one."""
+    yield
+    cltorch.cl.synchronize()
+
+
 def to_np(t):
     """A tensor's values as a numpy array (any device)."""
     return np.asarray(t.detach().cpu().numpy())

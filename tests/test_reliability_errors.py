@@ -30,6 +30,7 @@ def _raises(exc, fn, *fragments):
     """fn() raises exactly ``exc`` (not a subclass of a different kind) and the message holds every fragment."""
     with pytest.raises(Exception) as e:
         fn()
+        torch.cl.synchronize()   # device-side checks (bounds flags) report at the next synchronization
     assert type(e.value) is exc or (isinstance(e.value, exc) and exc is not Exception), \
         f"expected {exc.__name__}, got {type(e.value).__name__}: {e.value}"
     msg = str(e.value)
@@ -260,13 +261,16 @@ def test_device_bounds_flag_in_large_launches(device):
     idx[n - 3] = n + 17
     with pytest.raises(IndexError, match=rf"index {n + 17} is out of bounds for dimension 0 with size {n}"):
         torch.gather(x, 0, torch.tensor(idx, device=device))
+        torch.cl.synchronize()
     with pytest.raises(IndexError, match=rf"{n + 17}.*{n}"):
         torch.zeros(n, device=device).scatter_add_(0, torch.tensor(idx, device=device), x)
+        torch.cl.synchronize()
     bad = {n + 1, n + 5, -n - 2}
     idx2 = np.zeros(n, np.int64)
     idx2[[10, 5000, 9999]] = list(bad)
     with pytest.raises(IndexError) as e:
         torch.index_select(x, 0, torch.tensor(idx2, device=device))
+        torch.cl.synchronize()
     assert any(str(b) in str(e.value) for b in bad), str(e.value)
     # the device is fine afterwards: the same kernels give right answers
     ok = torch.tensor(np.arange(n)[::-1].copy(), device=device)
@@ -361,3 +365,20 @@ def test_malformed_checkpoints_of_a_model(device, tmp_path):
     dst.load_state_dict(torch.load(good))
     for k, v in src.state_dict().items():
         np.testing.assert_array_equal(to_np(dst.state_dict()[k]), to_np(v))
+
+
+def test_device_side_errors_are_deferred_to_the_next_synchronization(monkeypatch):
+    """On an OpenCL device a bounds error is a flag the kernel sets: the op returns without waiting, and the
+    error is raised at the next synchronization (as CUDA reports device-side asserts). cpu tensors, whose ops
+    finish before returning, raise at the op; so does every device with CLTORCH_LAUNCH_BLOCKING=1."""
+    import importlib
+    R = importlib.import_module("cltorch.backend.runtime")   # the module (the package exports a function of that name)
+    x = torch.zeros(2, 3, device="cl:0")
+    bad = torch.tensor([0, 3], device="cl:0")
+    loss = F.cross_entropy(x, bad)           # queued; no host read here
+    _raises(IndexError, loss.item, "Target 3 is out of bounds")
+    assert abs(F.cross_entropy(x, torch.tensor([0, 2], device="cl:0")).item() - np.log(3)) < 1e-6  # flag cleared
+    _raises(IndexError, lambda: F.cross_entropy(torch.zeros(2, 3), torch.tensor([0, 3])), "Target 3")
+    monkeypatch.setattr(R, "_LAUNCH_BLOCKING", True)
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        torch.zeros(3, device="cl:0")[torch.tensor([5], device="cl:0")]      # raised at the op itself

@@ -4,6 +4,7 @@ One :class:`Runtime` exists per OpenCL device and is made lazily on first use. T
 (host memory) uses the runtime of the first OpenCL CPU device, so its arithmetic runs there through
 ``CL_MEM_USE_HOST_PTR`` buffers.
 """
+import os
 import threading
 
 import numpy as np
@@ -11,6 +12,8 @@ import numpy as np
 from . import program
 from .devices import list_devices
 from .profile import load_profile
+
+_LAUNCH_BLOCKING = os.environ.get("CLTORCH_LAUNCH_BLOCKING") == "1"
 
 __all__ = ["Runtime", "OutOfMemoryError", "NoDeviceError", "runtime", "cpu_runtime", "default_index",
            "all_runtimes"]
@@ -57,6 +60,7 @@ class Runtime:
         self.peak = 0
         self.limit = None            # bytes, from set_per_process_memory_fraction
         self.pending = False         # work queued since the last synchronize
+        self._checks = {}            # deferred device-side checks (bounds flags), run at the next synchronize
         self.mf = cl.mem_flags
         self._cl_errors = (cl.MemoryError, cl.RuntimeError, cl.LogicError)
 
@@ -123,13 +127,39 @@ class Runtime:
             self.synchronize()
 
     def synchronize(self):
-        """Wait for the queue. The flag is cleared under the lock that launches hold, after the finish: a thread
-        that sees it clear knows its own earlier launches are done, even when another thread did the finish."""
+        """Wait for the queue, then run the deferred checks (which may raise). The flag is cleared under the lock
+        that launches hold, after the finish: a thread that sees it clear knows its own earlier launches are done,
+        even when another thread did the finish."""
         with self.lock:
             if self.pending:
                 self.queue.finish()
                 self.pending = False
             self._keepalive.clear()   # under the lock: another thread's queued kernel may still need its storage
+        if self._checks:
+            self.run_checks()
+
+    def defer_check(self, check, key=None):
+        """Run ``check()`` once the kernels queued so far have finished: at the next synchronize or host read.
+
+        A check reads an error flag that a kernel set on the device (an index or class target out of range) and
+        raises the error it describes. Deferring it keeps the queue asynchronous, as CUDA's device-side asserts
+        do: the error surfaces at the next synchronization point (``.item()``, ``.numpy()``, ``.cpu()``,
+        ``cltorch.cl.synchronize()``), not at the op. ``CLTORCH_LAUNCH_BLOCKING=1`` checks at the op instead.
+        ``key``: one pending check per key (a flag buffer that many launches share).
+        """
+        if _LAUNCH_BLOCKING:
+            self.synchronize()
+            check()
+            return
+        self._checks[key if key is not None else object()] = check
+        if len(self._checks) > 256:
+            self.synchronize()
+
+    def run_checks(self):
+        """Run (and drop) the deferred checks; the first failing one raises. Call after the queue finished."""
+        checks, self._checks = self._checks, {}
+        for check in checks.values():
+            check()
 
     # ---------------------------------------------------------------- memory
     def _oom(self, nbytes, why):

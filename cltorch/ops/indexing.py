@@ -143,17 +143,15 @@ def _err_buffer(device):
     return e
 
 
-def _check_err(err, rt, idxs):
+def _check_err(err, bounds):
+    """The deferred bounds check of one gather/put launch (see Runtime.defer_check). bounds: (size, dim) of each
+    index tensor, for the message."""
     st = err._storage
-    if st.host is not None:
-        rt.synchronize()
-        vals = st.host.copy()
-    else:
-        vals = st.read(0, 4)
+    vals = st.host.copy() if st.host is not None else st.read(0, 4)
     if vals[0]:
         k = int(vals[1])
         v = int(np.array([vals[2], vals[3]], dtype=np.int32).view(np.int64)[0])
-        _, _, size, _, dim = idxs[k]
+        size, dim = bounds[k]
         raise IndexError(_bounds_msg(v, dim, size))
 
 
@@ -231,8 +229,9 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
     ls = _local_size(rt)
     rt.launch(k, (((nitems + ls - 1) // ls) * ls,), (ls,), *args)
     if check:
-        _check_err(err, rt, idxs)
-    elif data._storage.host is not None or (direct is not None and direct._storage.host is not None):
+        bounds = [(size, dim) for (_, _, size, _, dim) in idxs]
+        rt.defer_check(lambda: _check_err(err, bounds))
+    if data._storage.host is not None or (direct is not None and direct._storage.host is not None):
         rt.synchronize()
 
 

@@ -99,6 +99,14 @@ def _err_buffer(rt, dev):
     return e
 
 
+def _raise_target_error(err):
+    """The deferred check of ce_fwd's flag (see Runtime.defer_check): IndexError naming the first bad target."""
+    flag = err._storage.read(0, 2)
+    if flag[0]:
+        err._storage.write(np.zeros(2, np.int64))
+        raise IndexError(f"Target {int(flag[1])} is out of bounds.")
+
+
 def _ce_fwd(ctx, x, target, weight, ignore_index, reduction, eps, mode):
     """x: (N, C, *) (already batched); target: (N, *) integer."""
     x3, outer, C, inner, so, sc, si = rows3(x, 1)
@@ -125,10 +133,7 @@ def _ce_fwd(ctx, x, target, weight, ignore_index, reduction, eps, mode):
                wt._storage.cl_buffer(), err._storage.cl_buffer(), xb, x3._offset, so, sc, si,
                t._storage.cl_buffer(), t._offset, w._storage.cl_buffer() if w is not None else xb,
                w._offset if w is not None else 0, n, C, inner, int(ignore_index), _np_scalar(ct)(eps), host=host)
-        flag = err._storage.read(0, 2)        # waits for the kernel: bounds are reported after the launch
-        if flag[0]:
-            err._storage.write(np.zeros(2, np.int64))
-            raise IndexError(f"Target {int(flag[1])} is out of bounds.")
+        rt.defer_check(lambda: _raise_target_error(err), key=("ce", id(err)))
     if reduction == "none":
         out = loss.reshape(target._shape)
         out = out.to(x.dtype) if out.dtype is not x.dtype else out
