@@ -429,8 +429,11 @@ def one_hot(tensor, num_classes=-1):
     out = zeros(tuple(tensor._shape) + (num_classes,), dtype=D.int64, device=tensor.device)
     if tensor.numel() == 0:
         return out
+    rt = out._runtime()
+    rt.synchronize()     # earlier ops' deferred errors surface here, not as this one's
     try:
         out.scatter_(-1, tensor.unsqueeze(-1), 1)
+        rt.synchronize()  # the bounds flag of the scatter: one_hot reports at the call, in its own words
     except IndexError as e:
         bad = str(e).split()[1]
         if int(bad) < 0:
