@@ -8,6 +8,7 @@ nothing. A cache file carries a checksum of its payload: a truncated or corrupte
 removed and rebuilt. Files are written to a temporary name and renamed, so concurrent processes that
 build the same program never see a half-written file.
 """
+import atexit
 import hashlib
 import os
 import struct
@@ -19,7 +20,7 @@ from mako.lookup import TemplateLookup
 
 from .paths import cache_dir, kernels_dir
 
-__all__ = ["KernelBuildError", "render", "build_program", "stats", "reset_stats"]
+__all__ = ["KernelBuildError", "render", "build_program", "save_binaries", "stats", "reset_stats"]
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "renders": 0}
 _lookup = None
@@ -153,10 +154,39 @@ def build_program(ctx, info, source, options=(), template="<source>"):
         raise KernelBuildError(template, info.name, log or str(e), source) from None
     _STATS["builds"] += 1
     if use_disk:
+        with _lock:
+            if not _pending:
+                atexit.register(save_binaries)
+            _pending[path] = (prg, os.getpid())
+    return prg
+
+
+_pending = {}   # cache path -> (program built from source in this process, pid), written by save_binaries
+
+
+def save_binaries(quiet=False):
+    """Write the binaries of the programs this process compiled to the disk cache; runs at exit.
+
+    Asking PoCL for a program's binary compiles every kernel in it to machine code (measured on the digits
+    example: 22 s for its 22 programs, against 12 s to build them and 9 s to compile the kernels its first step
+    launches), so it is not done on the first training step's path but once, when the process ends. A process
+    killed before then simply compiles again next time. Returns the number of programs written.
+    """
+    import pyopencl as cl
+    with _lock:
+        todo = [(path, prg) for path, (prg, pid) in _pending.items() if pid == os.getpid()]  # never a forked child
+        _pending.clear()
+    if len(todo) > 3 and not quiet:
+        import sys
+        print(f"cltorch: saving {len(todo)} newly compiled kernel programs to {cache_dir()} (once per machine)",
+              file=sys.stderr, flush=True)
+    written = 0
+    for path, prg in todo:
         try:
             binaries = prg.get_info(cl.program_info.BINARIES)
-            if binaries and binaries[0]:
-                _write_binary(path, bytes(binaries[0]))
         except cl.Error:
-            pass
-    return prg
+            continue
+        if binaries and binaries[0]:
+            _write_binary(path, bytes(binaries[0]))
+            written += 1
+    return written
