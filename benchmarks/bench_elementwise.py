@@ -72,7 +72,35 @@ def run(device="cl:0", reps=7, quick=False):
     sync()
     print(f"\nper-op host overhead, queued 1,000-element add through the Tensor API: {per_op * 1e6:.1f} us "
           f"(median of {reps} x 2000 ops, no sync between ops)")
+    floor = _launch_floor(small_a, small_b, reps)
+    if floor:
+        print(f"the floor under it, the same kernel launched straight through pyopencl (arguments set per call, as "
+              f"ours): {floor[0] * 1e6:.1f} us; with a new output buffer from the pool per call: "
+              f"{floor[1] * 1e6:.1f} us")
     return rows, per_op
+
+
+def _launch_floor(a, b, reps):
+    """(s per launch, s per launch with a pooled output allocation) of the kernel that ``a + b`` uses, called
+    directly through pyopencl with no Tensor, dispatch or plan lookup: what a Python launch path cannot beat."""
+    from cltorch.ops import elementwise as E
+    plan = E._plans.get(E._plan_key("x0 + x1", [a, b], a.dtype, a.dtype, None, None, None))
+    if plan is None or plan.kernel is None:
+        return None
+    rt = plan.rt
+    out = rt.alloc(4 * a.numel())
+    ab, bb = a._storage.cl_buffer(), b._storage.cl_buffer()
+    k, q, gs, ls, tail = plan.kernel, rt.queue, plan.gs, plan.ls, plan.tail
+
+    def launch():
+        k(q, gs, ls, out, 0, ab, 0, bb, 0, *tail)
+
+    def launch_alloc():
+        o = rt.pool.allocate(4 * a.numel())
+        k(q, gs, ls, o, 0, ab, 0, bb, 0, *tail)
+    res = (_median_time(launch, reps, inner=2000), _median_time(launch_alloc, reps, inner=2000))
+    rt.queue.finish()
+    return res
 
 
 if __name__ == "__main__":

@@ -122,14 +122,18 @@ def set_recorder(fn):
 
 def _needs_grad(args):
     for a in args:
-        rg = getattr(a, "requires_grad", None)
-        if rg:
+        if a.__class__ in _SCALARS:
+            continue
+        if getattr(a, "requires_grad", None):
             return True
-        if type(a) in (list, tuple):
+        if a.__class__ in (list, tuple):
             for b in a:
                 if getattr(b, "requires_grad", False):
                     return True
     return False
+
+
+_SCALARS = frozenset((int, float, bool, type(None), str))
 
 
 def call(op, *args, **kw):

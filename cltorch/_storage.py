@@ -9,6 +9,8 @@ Host reads of a cpu storage first wait for queued kernels (``host_sync``). A sto
 been handed to numpy (``from_numpy``, ``.numpy()``) is marked ``exposed``: ops that touch it finish
 before returning, so numpy never sees stale data (DESIGN.md, decision 2).
 """
+import ctypes
+
 import numpy as np
 
 from . import backend
@@ -38,7 +40,7 @@ class Storage:
     def empty(cls, size, dtype, device):
         size = int(size)
         if device.type == "cpu":
-            return cls(device, dtype, size, host=aligned_empty(size, dtype.np))
+            return cls(device, dtype, size, host=np.empty(size, dtype.np))   # aligned when a kernel first uses it
         rt = backend.runtime(device.index)
         if dtype.is_floating_point and dtype.itemsize != 4:     # float64 and float16 need an extension
             _check_caps(dtype, rt)
@@ -79,6 +81,12 @@ class Storage:
             return self.buf
         hb = self._hostbuf
         if hb is None:
+            if not self.exposed and host_address(self.host) % HOST_ALIGN:
+                # zero-copy buffers want aligned host memory (PoCL asks for 128 bytes; other drivers copy
+                # otherwise); numpy has not seen this array, so it can move once, here, before a kernel uses it
+                aligned = aligned_empty(self.size, self.dtype.np)
+                aligned[...] = self.host
+                self.host = aligned
             hb = self._hostbuf = self.runtime().host_buffer(self.host)
         # host memory must outlive the kernels queued on it: the runtime holds the storage until it syncs
         self.runtime().keep(self)
@@ -119,14 +127,24 @@ class Storage:
                             is_blocking=True)
 
 
+_addressof, _c_char = ctypes.addressof, ctypes.c_char
 HOST_ALIGN = 128   # bytes: vector loads in kernels (float8 and wider) need their natural alignment
+
+
+def host_address(array):
+    """The address of a numpy array's first byte (``array.ctypes.data``, which costs 4x as much as reading it
+    through a ctypes view of a writable array)."""
+    try:
+        return _addressof(_c_char.from_buffer(array))
+    except (TypeError, ValueError):     # read-only or empty
+        return array.ctypes.data
 
 
 def aligned_empty(n, npdtype, align=HOST_ALIGN):
     """An uninitialised 1-D numpy array of ``n`` elements whose data starts on an ``align``-byte boundary."""
     npdtype = np.dtype(npdtype)
     raw = np.empty(n * npdtype.itemsize + align, dtype=np.uint8)
-    start = (-raw.ctypes.data) % align
+    start = (-host_address(raw)) % align
     return raw[start:start + n * npdtype.itemsize].view(npdtype)
 
 

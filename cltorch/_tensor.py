@@ -307,7 +307,11 @@ class Tensor:
         return v.item()
 
     def __array__(self, dtype=None, copy=None):
-        a = self.detach().cpu().numpy() if self.device.type != "cpu" else self._host_view()
+        if self.device.type == "cpu":
+            self._storage.exposed = True      # the array shares the storage's memory, as numpy() does
+            a = self._host_view()
+        else:
+            a = self.detach().cpu().numpy()
         if self.dtype is D.bool:
             a = a.astype(np.bool_)
         return a.astype(dtype) if dtype is not None else a

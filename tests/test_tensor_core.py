@@ -220,3 +220,37 @@ def test_finfo_iinfo():
     assert torch.finfo(torch.float32).eps == float(np.finfo(np.float32).eps)
     assert torch.iinfo(torch.int8).min == -128 and torch.iinfo(torch.uint8).max == 255
     assert math.isinf(torch.finfo().max * 1e300)
+
+
+def test_host_arithmetic_results_are_plain_contiguous_tensors():
+    """Small cpu ops run in numpy and keep numpy's fresh result as the storage only when its layout is the
+    tensor's own: a transposed operand (numpy answers in its order) still gives a contiguous result."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = torch.from_numpy(a.copy())
+    for t, want in ((x - 1.5, a - 1.5), (x.t() * 2.0, a.T * 2.0), (x.t() / torch.tensor(4.0), a.T / 4.0),
+                    (x > 5, a > 5)):
+        w = np.ascontiguousarray(want)
+        assert t.is_contiguous() and t.stride() == tuple(s // w.itemsize for s in w.strides)
+        np.testing.assert_array_equal(t.numpy(), want)
+    r = x[2]
+    assert r.tolist() == a[2].tolist() and x[-1].tolist() == a[-1].tolist()
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        x[3]
+
+
+def test_cpu_storage_is_aligned_for_kernels_without_losing_numpy_sharing():
+    """A cpu result made in numpy may sit anywhere in memory; the first kernel that uses it moves it to aligned
+    memory, unless numpy already shares it (then the kernel works on that memory in place)."""
+    from cltorch._storage import HOST_ALIGN, host_address
+    a = np.linspace(-1, 1, 70001, dtype=np.float32)
+    t = torch.from_numpy(a[:5]) - 0.25                   # a small host result
+    u = t.exp()                                           # a kernel reads it
+    np.testing.assert_allclose(u.numpy(), np.exp(a[:5] - 0.25), rtol=1e-6)
+    assert host_address(t._storage.host) % HOST_ALIGN == 0
+    shared = torch.from_numpy(a[1:])                      # 4 bytes past an aligned start: numpy owns this memory
+    shared.exp_()                                         # a kernel (70,000 elements) writes it in place
+    np.testing.assert_allclose(a[1:], np.exp(np.linspace(-1, 1, 70001, dtype=np.float32)[1:]), rtol=1e-6)
+    v = torch.from_numpy(a[:3].copy()) * 3.0
+    n = v.numpy()                                         # exposed: never moved
+    v.mul_(2.0)
+    np.testing.assert_array_equal(n, v.numpy())

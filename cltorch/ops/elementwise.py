@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from .. import _dtype as D
-from .._storage import Storage
+from .._storage import Storage, host_address
 from .._tensor import Tensor, contiguous_strides
 
 __all__ = ["pointwise", "broadcast_shapes", "common_device", "as_operand", "sync_if_exposed"]
@@ -114,6 +114,8 @@ _host_codes = {}
 
 
 def _host_code(expr, cts, out_dtype):
+    """A Python function of the operands computing ``expr`` with numpy, or None when the expression is not one
+    whose result IEEE arithmetic fixes exactly (see above)."""
     key = (expr, tuple(cts), out_dtype)
     if key in _host_codes:
         return _host_codes[key]
@@ -124,24 +126,53 @@ def _host_code(expr, cts, out_dtype):
     # C comparisons give int 0/1 that arithmetic may use; numpy's give bool: keep a comparison alone
     if _HOST_TOKENS.match(flat) and not (compares and arith) and not any(c is D.float16 for c in cts):
         if "/" not in expr or all(c.is_floating_point for c in cts):
-            code = compile(re.sub(r"(\d+\.\d*)f", r"\1", expr), "<pointwise>", "eval")
+            args = ", ".join(f"x{i}" for i in range(len(cts)))
+            code = eval(f"lambda {args}: " + re.sub(r"(\d+\.\d*)f", r"\1", expr))  # noqa: S307 - whitelisted
     _host_codes[key] = code
     return code
 
 
-def _host_pointwise(code, ops, cts, out, shape):
-    env = {}
-    for i, (x, ct) in enumerate(zip(ops, cts)):
+try:   # numpy >= 2: enter its "ignore all floating-point errors" state without building it per call
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+    _IGNORE = _make_extobj(all="ignore")
+
+    def _quietly(fn, args):
+        """fn(*args) with numpy's floating-point warnings off (kernels do not warn either)."""
+        token = _extobj_contextvar.set(_IGNORE)
+        try:
+            return fn(*args)
+        finally:
+            _extobj_contextvar.reset(token)
+except ImportError:  # pragma: no cover - older numpy
+    def _quietly(fn, args):
+        """fn(*args) with numpy's floating-point warnings off (kernels do not warn either)."""
+        with np.errstate(all="ignore"):
+            return fn(*args)
+
+
+def _host_pointwise(fn, ops, cts, out, shape):
+    """``out = fn(*ops)`` in numpy: tensors as views of their host memory (0-d ones as numpy scalars), each cast
+    to its compute dtype, Python scalars as numpy scalars of it; the result is cast into ``out``."""
+    args = []
+    for x, ct in zip(ops, cts):
         if isinstance(x, Tensor):
-            env[f"x{i}"] = x._host_view().astype(ct.np, copy=False)
+            if x._shape:
+                v = x._host_view()
+                if v.dtype != ct.np:
+                    v = v.astype(ct.np)
+            else:
+                st = x._storage
+                st.host_sync()
+                v = st.host[x._offset]
+                if x.dtype is not ct:
+                    v = ct.np.type(v)
         else:
-            env[f"x{i}"] = ct.np.type(x)
-    with np.errstate(all="ignore"):
-        res = eval(code, {}, env)  # noqa: S307 - a whitelisted arithmetic expression over x0..x9
-    res = np.asarray(res)
+            v = ct.np.type(x)
+        args.append(v)
+    res = _quietly(fn, args)
     if out.dtype is D.bool:
-        res = res != 0
-    out._host_view()[...] = np.broadcast_to(res, shape).astype(out.dtype.np, copy=False)
+        res = np.not_equal(res, 0)
+    np.copyto(out._host_view(), res, casting="unsafe")
     return out
 
 
@@ -161,7 +192,7 @@ def _aligned(t, vw):
     if t._offset % vw:
         return False
     h = t._storage.host
-    return h is None or h.ctypes.data % (vw * t.dtype.itemsize) == 0
+    return h is None or host_address(h) % (vw * t.dtype.itemsize) == 0
 
 
 def sync_if_exposed(storages):
@@ -214,7 +245,7 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         code = _host_code(expr, cts, out_dtype)
         if code is not None:
             if all(a is b for a, b in zip(ops, operands)):
-                _plans[pkey] = _Plan(out, shape, code=code, cts=cts)
+                _plans[pkey] = _Plan(out, shape, code=code, cts=cts, ops=ops)
             return _host_pointwise(code, ops, cts, out, shape)
     spec = []
     for x, ct in zip(ops, cts):
@@ -305,17 +336,29 @@ class _Plan:
     operands (an offset no longer aligned for the vector path); the caller then takes the general path.
     """
 
-    __slots__ = ("shape", "stride", "dtype", "device", "numel", "code", "cts", "kernel", "gs", "ls", "tail", "vw",
-                 "sync", "rt")
+    __slots__ = ("shape", "stride", "dtype", "device", "numel", "code", "cts", "reads", "kernel", "gs", "ls", "tail",
+                 "vw", "sync", "rt", "np_dtype", "np_strides")
 
-    def __init__(self, out, shape, code=None, cts=None, kernel=None, gs=None, ls=None, tail=None, vw=0, sync=True):
+    def __init__(self, out, shape, code=None, cts=None, ops=(), kernel=None, gs=None, ls=None, tail=None, vw=0,
+                 sync=True):
         self.shape, self.stride, self.dtype, self.device = shape, contiguous_strides(shape), out.dtype, out.device
-        self.numel = out._storage.size
+        n = 1
+        for d in shape:
+            n *= d
+        self.numel = n
         self.code, self.cts = code, cts
+        # host reads, per operand: None (a Python scalar), "0d" (a numpy scalar), the element count of a contiguous
+        # tensor (a slice of the storage's array, reshaped when not 1-D), or "view" (a strided view)
+        self.reads = [None if not isinstance(x, Tensor) else "0d" if not x._shape else
+                      _numel(x._shape) if x._stride == contiguous_strides(x._shape) else "view" for x in ops]
         self.kernel, self.gs, self.ls, self.tail, self.vw, self.sync = kernel, gs, ls, tail, vw, sync
         self.rt = out._storage.runtime() if kernel is not None else None
+        self.np_dtype = np.dtype(self.dtype.np)
+        self.np_strides = tuple(st * self.np_dtype.itemsize for st in self.stride)
 
     def run(self, operands, out):
+        if self.code is not None:
+            return self._run_host(operands, out)
         vw = self.vw
         if vw:
             if out is not None and not _aligned(out, vw):
@@ -325,8 +368,6 @@ class _Plan:
                     return None
         if out is None:
             out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device), self.shape, self.stride)
-        if self.code is not None:
-            return _host_pointwise(self.code, operands, self.cts, out, self.shape)
         args = [out._storage.cl_buffer(), out._offset]
         for x in operands:
             if isinstance(x, Tensor):
@@ -340,6 +381,53 @@ class _Plan:
         if self.sync:
             rt.synchronize()
         return out
+
+    def _run_host(self, operands, out):
+        """The numpy form (see ``_host_code``): operands read as the plan recorded, the result cast into out."""
+        args = []
+        for x, read, ct in zip(operands, self.reads, self.cts):
+            if read is None:
+                args.append(ct.np.type(x))
+                continue
+            st = x._storage
+            rt = st._rt
+            if rt is not None and rt.pending:
+                st.host_sync()
+            if read.__class__ is int:
+                v = st.host[x._offset:x._offset + read]
+                if len(x._shape) != 1:
+                    v = v.reshape(x._shape)
+                if x.dtype is not ct:
+                    v = v.astype(ct.np)
+            elif read == "0d":
+                v = st.host[x._offset]
+                if x.dtype is not ct:
+                    v = ct.np.type(v)
+            else:
+                v = x._host_view()
+                if x.dtype is not ct:
+                    v = v.astype(ct.np)
+            args.append(v)
+        res = _quietly(self.code, args)
+        if self.dtype is D.bool:
+            res = np.not_equal(res, 0)
+        if out is not None:
+            np.copyto(out._host_view(), res, casting="unsafe")
+            return out
+        if res.__class__ is np.ndarray and res.base is None and res.dtype is self.np_dtype and \
+                res.shape == self.shape and res.strides == self.np_strides:
+            host = res.reshape(-1)        # numpy's fresh result becomes the storage: nothing else holds it
+        else:
+            host = np.empty(self.numel, self.dtype.np)
+            np.copyto(host if len(self.shape) == 1 else host.reshape(self.shape), res, casting="unsafe")
+        return Tensor._make(Storage(self.device, self.dtype, self.numel, host=host), self.shape, self.stride)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def contiguous_like(shape):

@@ -118,6 +118,11 @@ def _split(x, idx):
 
 
 def getitem(x, idx):
+    if idx.__class__ is int and x._shape and not x._requires_grad:
+        # x[i] on a tensor outside autograd (a dataset's row): the view directly
+        size = x._shape[0]
+        if -size <= idx < size:
+            return x._view(x._shape[1:], x._stride[1:], x._offset + (idx % size) * x._stride[0])
     shape, stride, off, adv = _split(x, idx)
     v = strided_view(x, shape, stride, off, lambda t, i=idx: _basic_only(t, i))
     if not adv:
