@@ -71,99 +71,148 @@ def reduce(x, dim=None, keepdim=False, *, map_expr="x", combine="a + b", identit
     ``better``, keep (b, index) when the predicate over b, bi, a, ai holds). The result is ``finish``
     over ``acc`` and ``nred`` (the number of reduced elements), cast to out_dtype. Returns the output,
     or (values, indices) when ``better`` is given.
+
+    The launch decisions depend only on x's dtype, shape, strides, device and alignment and on the
+    arguments, so they are made once per such signature (a :class:`_ReducePlan`), as ``pointwise`` does.
     """
     acc_dtype = acc_dtype or x.dtype
     out_dtype = out_dtype or acc_dtype
     map_dtype = map_dtype or acc_dtype
-    nd = x.dim()
-    dims = normalize_dims(dim, nd)
-    kept = [d for d in range(nd) if d not in dims]
-    if keepdim:
-        oshape = tuple(1 if d in dims else s for d, s in enumerate(x._shape))
-    else:
-        oshape = tuple(x._shape[d] for d in kept)
-    kshape, (kstr,) = _collapse(tuple(x._shape[d] for d in kept), [tuple(x._stride[d] for d in kept)])
-    rshape, (rstr,) = _collapse(tuple(x._shape[d] for d in dims), [tuple(x._stride[d] for d in dims)])
-    M = 1
-    for s in oshape:
-        M *= s
-    R = 1
+    dims = dim if dim.__class__ is tuple and _is_sorted_dims(dim, len(x._shape)) else normalize_dims(dim, x.dim())
+    key = (x.dtype, x._shape, x._stride, x.device, dims, keepdim, map_expr, combine, identity, finish, acc_dtype,
+           out_dtype, map_dtype, better, _vector_aligned(x))
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _ReducePlan(x, dims, keepdim, map_expr, combine, identity, finish, acc_dtype, out_dtype, map_dtype,
+                           better, name)
+        _plans[key] = plan
+    return plan.run(x)
+
+
+_plans = {}
+_vw = {}
+
+
+def _is_sorted_dims(dims, nd):
+    prev = -1
     for d in dims:
-        R *= x._shape[d]
-    arg = better is not None
-    out = Tensor._empty(oshape, out_dtype, x.device)
-    iout = Tensor._empty(oshape, D.int64, x.device) if arg else None
-    if M == 0:
-        return (out, iout) if arg else out
-    if R == 0:
-        if arg:
-            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0, or the "
-                             f"reduced dims to have non-zero size; got shape {list(x._shape)}")
-        # an empty reduction: the finish of the identity, on every output
-        from .pointwise import full_like_value
-        full_like_value(out, identity_value(identity, finish, out_dtype))
-        return out
-    rt = x._storage.runtime()
-    prof = rt.profile
-    ls = prof.get_value("reduction", "local_size", 64)
-    one_pass = prof.get_value("reduction", "min_outputs_one_pass", 256)
-    chunk = prof.get_value("reduction", "chunk", 4096)
-    C = 1
-    if M < one_pass and R > chunk:
-        C = max(1, min((R + chunk - 1) // chunk, (one_pass * 4) // M))
-    rk, rr = len(kshape), len(rshape)
-    vmode, vw = "", 1
-    if not arg:
-        vmode, vw = _vector_mode(x, prof, kshape, kstr, rshape, rstr, map_dtype, acc_dtype,
-                                 out_dtype if C == 1 else acc_dtype, (map_expr, combine, finish, identity))
-        if C > 1 and vmode != "inner":
-            vmode, vw = "", 1
-    if vmode == "outer":
-        k = _kernel(rt, x.dtype, map_dtype, acc_dtype, out_dtype, map_expr, combine, identity, finish, better,
-                    False, rk, rr, True, vmode, vw)
-        args = [out._storage.cl_buffer(), 0, x._storage.cl_buffer(), x._offset, M, R, 1, R]
+        if d.__class__ is not int or d <= prev or d >= nd:
+            return False
+        prev = d
+    return bool(dims) or nd == 0
+
+
+def _vector_aligned(x):
+    """Whether x's data allows the vector forms (its runtime's profile says how wide they are)."""
+    dev = x.device
+    vw = _vw.get(dev)
+    if vw is None:
+        vw = _vw[dev] = x._storage.runtime().profile.get_value("reduction", "vector_width", 1)
+    if vw <= 1:
+        return True
+    from .elementwise import _aligned
+    return _aligned(x, vw)
+
+
+class _ReducePlan:
+    """The launches of one reduction signature (see ``reduce``); ``run(x)`` repeats them on x's data."""
+
+    def __init__(self, x, dims, keepdim, map_expr, combine, identity, finish, acc_dtype, out_dtype, map_dtype,
+                 better, name):
+        nd = x.dim()
+        kept = [d for d in range(nd) if d not in dims]
+        if keepdim:
+            oshape = tuple(1 if d in dims else s for d, s in enumerate(x._shape))
+        else:
+            oshape = tuple(x._shape[d] for d in kept)
+        kshape, (kstr,) = _collapse(tuple(x._shape[d] for d in kept), [tuple(x._stride[d] for d in kept)])
+        rshape, (rstr,) = _collapse(tuple(x._shape[d] for d in dims), [tuple(x._stride[d] for d in dims)])
+        M = 1
+        for s in oshape:
+            M *= s
+        R = 1
+        for d in dims:
+            R *= x._shape[d]
+        arg = better is not None
+        self.oshape, self.out_dtype, self.arg, self.device = oshape, out_dtype, arg, x.device
+        self.kind, self.fill, self.launches = "launch", None, []
+        if M == 0:
+            self.kind = "empty"
+            return
+        if R == 0:
+            if arg:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0, or the "
+                                 f"reduced dims to have non-zero size; got shape {list(x._shape)}")
+            self.kind, self.fill = "fill", identity_value(identity, finish, out_dtype)  # an empty reduction
+            return
+        rt = x._storage.runtime()
+        prof = rt.profile
+        ls = prof.get_value("reduction", "local_size", 64)
+        one_pass = prof.get_value("reduction", "min_outputs_one_pass", 256)
+        chunk = prof.get_value("reduction", "chunk", 4096)
+        C = 1
+        if M < one_pass and R > chunk:
+            C = max(1, min((R + chunk - 1) // chunk, (one_pass * 4) // M))
+        rk, rr = len(kshape), len(rshape)
+        vmode, vw = "", 1
+        if not arg:
+            vmode, vw = _vector_mode(x, prof, kshape, kstr, rshape, rstr, map_dtype, acc_dtype,
+                                     out_dtype if C == 1 else acc_dtype, (map_expr, combine, finish, identity))
+            if C > 1 and vmode != "inner":
+                vmode, vw = "", 1
+        geometry = []
         for s_, st in zip(kshape, kstr):
-            args += [s_, st]
+            geometry += [s_, st]
         for s_, st in zip(rshape, rstr):
-            args += [s_, st]
-        items = M // vw
-        rt.launch(k, (((items + ls - 1) // ls) * ls,), (ls,), *args)
-    elif C == 1:
-        k = _kernel(rt, x.dtype, map_dtype, acc_dtype, out_dtype, map_expr, combine, identity, finish, better,
-                    False, rk, rr, True, vmode, vw)
-        args = [out._storage.cl_buffer(), 0] + ([iout._storage.cl_buffer(), 0] if arg else []) + \
-               [x._storage.cl_buffer(), x._offset, M, R, 1, R]
-        for s, st in zip(kshape, kstr):
-            args += [s, st]
-        for s, st in zip(rshape, rstr):
-            args += [s, st]
-        gs = ((M + ls - 1) // ls) * ls
-        rt.launch(k, (gs,), (ls,), *args)
-    else:
-        part = Tensor._empty((M, C), acc_dtype, x.device)
-        ipart = Tensor._empty((M, C), D.int64, x.device) if arg else None
-        k = _kernel(rt, x.dtype, map_dtype, acc_dtype, acc_dtype, map_expr, combine, identity, "acc", better,
-                    False, rk, rr, False, vmode, vw)
-        args = [part._storage.cl_buffer(), 0] + ([ipart._storage.cl_buffer(), 0] if arg else []) + \
-               [x._storage.cl_buffer(), x._offset, M, R, C, R]
-        for s, st in zip(kshape, kstr):
-            args += [s, st]
-        for s, st in zip(rshape, rstr):
-            args += [s, st]
-        gs = ((M * C + ls - 1) // ls) * ls
-        rt.launch(k, (gs,), (ls,), *args)
-        # second pass: combine the C partials of each output (contiguous rows of ``part``)
-        comb_map = "x"
-        k2 = _kernel(rt, acc_dtype, acc_dtype, acc_dtype, out_dtype, comb_map, combine, identity, finish, better,
-                     arg, 1, 1, True)
-        args = [out._storage.cl_buffer(), 0] + ([iout._storage.cl_buffer(), 0] if arg else []) + \
-               [part._storage.cl_buffer(), 0] + ([ipart._storage.cl_buffer(), 0] if arg else []) + \
-               [M, C, 1, R, M, C, C, 1]
-        gs = ((M + ls - 1) // ls) * ls
-        rt.launch(k2, (gs,), (ls,), *args)
-    if x._storage.host is not None:
-        rt.synchronize()   # cpu tensors are synchronous
-    return (out, iout) if arg else out
+            geometry += [s_, st]
+        self.rt, self.C, self.M, self.acc_dtype = rt, C, M, acc_dtype
+        # each launch: (kernel, global size, local size, what its output is, what it reads, the argument tail)
+        if vmode == "outer":
+            k = _kernel(rt, x.dtype, map_dtype, acc_dtype, out_dtype, map_expr, combine, identity, finish, better,
+                        False, rk, rr, True, vmode, vw)
+            items = M // vw
+            self.launches.append((k, (((items + ls - 1) // ls) * ls,), (ls,), "out", "x", [M, R, 1, R] + geometry))
+        elif C == 1:
+            k = _kernel(rt, x.dtype, map_dtype, acc_dtype, out_dtype, map_expr, combine, identity, finish, better,
+                        False, rk, rr, True, vmode, vw)
+            self.launches.append((k, (((M + ls - 1) // ls) * ls,), (ls,), "out", "x", [M, R, 1, R] + geometry))
+        else:
+            k = _kernel(rt, x.dtype, map_dtype, acc_dtype, acc_dtype, map_expr, combine, identity, "acc", better,
+                        False, rk, rr, False, vmode, vw)
+            self.launches.append((k, (((M * C + ls - 1) // ls) * ls,), (ls,), "part", "x", [M, R, C, R] + geometry))
+            # second pass: combine the C partials of each output (contiguous rows of ``part``)
+            k2 = _kernel(rt, acc_dtype, acc_dtype, acc_dtype, out_dtype, "x", combine, identity, finish, better,
+                         arg, 1, 1, True)
+            self.launches.append((k2, (((M + ls - 1) // ls) * ls,), (ls,), "out", "part",
+                                  [M, C, 1, R, M, C, C, 1]))
+
+    def run(self, x):
+        out = Tensor._empty(self.oshape, self.out_dtype, self.device)
+        iout = Tensor._empty(self.oshape, D.int64, self.device) if self.arg else None
+        if self.kind != "launch":
+            if self.kind == "fill":
+                from .pointwise import full_like_value
+                full_like_value(out, self.fill)
+            return (out, iout) if self.arg else out
+        rt = self.rt
+        arg = self.arg
+        if self.C > 1:
+            part = Tensor._empty((self.M, self.C), self.acc_dtype, self.device)
+            ipart = Tensor._empty((self.M, self.C), D.int64, self.device) if arg else None
+        for k, gs, ls, dst, src, tail in self.launches:
+            if dst == "out":
+                args = [out._storage.cl_buffer(), 0] + ([iout._storage.cl_buffer(), 0] if arg else [])
+            else:
+                args = [part._storage.cl_buffer(), 0] + ([ipart._storage.cl_buffer(), 0] if arg else [])
+            if src == "x":
+                args += [x._storage.cl_buffer(), x._offset]
+            else:
+                args += [part._storage.cl_buffer(), 0] + ([ipart._storage.cl_buffer(), 0] if arg else [])
+            args += tail
+            rt.launch(k, gs, ls, *args)
+        if x._storage.host is not None:
+            rt.synchronize()   # cpu tensors are synchronous
+        return (out, iout) if arg else out
 
 
 def _vector_mode(x, prof, kshape, kstr, rshape, rstr, map_dt, acc_dt, out_dt, exprs):
