@@ -14,11 +14,15 @@ from .._tensor import Tensor
 
 __all__ = ["Node", "AccumulateGrad", "run_backward", "RemovableHandle"]
 
-_anomaly = threading.local()
+class _AnomalyState(threading.local):
+    on = False          # per thread; a class default, so reading it needs no failed attribute lookup
+
+
+_anomaly = _AnomalyState()
 
 
 def anomaly_enabled():
-    return getattr(_anomaly, "on", False)
+    return _anomaly.on
 
 
 class RemovableHandle:

@@ -414,7 +414,7 @@ class _Plan:
         if out is not None:
             np.copyto(out._host_view(), res, casting="unsafe")
             return out
-        if res.__class__ is np.ndarray and res.base is None and res.dtype is self.np_dtype and \
+        if res.__class__ is np.ndarray and res.base is None and res.dtype == self.np_dtype and \
                 res.shape == self.shape and res.strides == self.np_strides:
             host = res.reshape(-1)        # numpy's fresh result becomes the storage: nothing else holds it
         else:

@@ -14,6 +14,8 @@ Also here: small launch helpers shared by the other fused-kernel modules (norms,
 """
 import warnings
 
+import math
+
 import numpy as np
 
 from .. import _dtype as D
@@ -70,8 +72,8 @@ def rows3(x, dim):
     """See ``x`` as (outer, R, inner) around ``dim``: returns (x', outer, R, inner, so, sr, si), where x' is
     x or a contiguous copy of it (when the dims before or after ``dim`` do not collapse to one stride)."""
     shape, st = x._shape, x._stride
-    outer = int(np.prod(shape[:dim], dtype=np.int64)) if dim else 1
-    inner = int(np.prod(shape[dim + 1:], dtype=np.int64)) if dim + 1 < len(shape) else 1
+    outer = math.prod(shape[:dim])       # Python ints: exact, and without numpy's per-call overhead
+    inner = math.prod(shape[dim + 1:])
     R = shape[dim]
     so = si = 0
     ok = True
