@@ -232,4 +232,10 @@ def run(args):
                     print(f"   tune GEMM {r['size']}^3: shipped {r['shipped_GFLOPs']:.1f} -> tuned "
                           f"{r['tuned_GFLOPs']:.1f} GFLOP/s ({r['speedup']:.2f}x)")
                 print(f"   wrote {e['tune']['profile']}")
+        checks = [c for e in results for c in e.get("checks", [])]
+        passed = sum(1 for c in checks if c["ok"])
+        errors = sum(1 for e in results if e.get("error"))
+        print(f"{passed} of {len(checks)} checks passed on {len(results)} device(s)"
+              + (f"; {len(checks) - passed} FAILED" if passed < len(checks) else "")
+              + (f"; {errors} device(s) could not be probed" if errors else ""))
     return 1 if failed else 0
