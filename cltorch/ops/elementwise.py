@@ -16,7 +16,7 @@ from .. import _dtype as D
 from .._storage import Storage, host_address
 from .._tensor import Tensor, contiguous_strides
 
-__all__ = ["pointwise", "broadcast_shapes", "common_device", "as_operand", "sync_if_exposed"]
+__all__ = ["pointwise", "plan_of", "broadcast_shapes", "common_device", "as_operand", "sync_if_exposed"]
 
 _NP_SCALAR = {"float": np.float32, "double": np.float64, "half": np.float32, "long": np.int64, "int": np.int32,
               "short": np.int16, "char": np.int8, "uchar": np.uint8}
@@ -310,6 +310,12 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         _plans[pkey] = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=args[2 + 2 * len(tens) + len(ops) - len(tens):],
                             vw=vw, sync=sync)
     return out
+
+
+def plan_of(expr, operands, out_dtype, compute):
+    """The plan ``pointwise(expr, operands, out_dtype, compute)`` recorded for these operands' signature, or None
+    (for callers that keep it next to their own per-signature state)."""
+    return _plans.get(_plan_key(expr, operands, out_dtype, compute, None, None, None))
 
 
 def _plan_key(expr, operands, out_dtype, compute, out, op_compute, shape):

@@ -18,7 +18,7 @@ from .. import _dtype as D
 from .._dispatch import call, register, is_grad_enabled
 from .._tensor import Tensor
 from ._util import method
-from .elementwise import pointwise, broadcast_shapes
+from .elementwise import pointwise, plan_of, broadcast_shapes
 
 __all__ = []
 
@@ -81,10 +81,10 @@ def run_inplace(self, opname, fn_outplace, *args, **kw):
 _BINARY = {}
 
 
-def _promotion_key(x):
-    """What PyTorch's type promotion reads from an operand: a tensor's dtype and whether it is 0-d, or a
-    scalar's Python type."""
-    return (x.dtype, not x._shape) if isinstance(x, Tensor) else type(x)
+def _signature(x):
+    """What type promotion and the launch read from an operand: a tensor's dtype, shape, strides and device, or a
+    scalar's Python type (elementwise's plan key has the same parts)."""
+    return (x.dtype, x._shape, x._stride, x.device) if isinstance(x, Tensor) else type(x)
 
 
 def _binary_forward(name, expr, rule):
@@ -104,14 +104,23 @@ def _binary_forward(name, expr, rule):
         return _render(expr, cdt), (D.bool if rule == "bool" else rdt), cdt
 
     def forward(ctx, a, b, out=None):
-        key = (_promotion_key(a), _promotion_key(b), D.get_default_dtype())
+        # one lookup per operand signature gives the promotion and the recorded launch (elementwise's plan)
+        key = (_signature(a), _signature(b), D.get_default_dtype())
         r = resolved.get(key)
         if r is None:
-            r = resolved[key] = resolve(a, b)
+            r = resolved[key] = [*resolve(a, b), None]
         if ctx is not None:
             ctx.save_for_backward(a if _is_t(a) else None, b if _is_t(b) else None)
             ctx.a_scalar, ctx.b_scalar = (None if _is_t(a) else a), (None if _is_t(b) else b)
-        return pointwise(r[0], [a, b], r[1], r[2], out=out)
+        if out is not None:
+            return pointwise(r[0], [a, b], r[1], r[2], out=out)
+        if r[3] is not None:
+            res = r[3].run((a, b), None)
+            if res is not None:
+                return res
+        res = pointwise(r[0], [a, b], r[1], r[2])
+        r[3] = plan_of(r[0], [a, b], r[1], r[2])
+        return res
     return forward
 
 
