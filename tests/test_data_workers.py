@@ -515,3 +515,51 @@ def test_segments_are_recycled_only_after_the_main_process_drops_them(no_leaks, 
     seg_of = {k: n for n, k in names}
     assert len({seg_of[k] for k, _ in kept}) == len(kept)          # held batches never share a segment
     del it, kept
+
+
+_CACHE_CHILD = """
+import sys
+import cltorch
+from cltorch.utils.data import DataLoader, Dataset
+
+class Exps(Dataset):           # a kernel op (exp) on cpu tensors inside the workers
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        y = (cltorch.arange(4.0) * (0.0625 * (i + 1)) + 0.1234567).exp()
+        return y, cltorch.backend.stats()["builds"]     # programs this worker compiled from source so far
+
+if __name__ == "__main__":
+    import os, signal
+    it = iter(DataLoader(Exps(), batch_size=4, num_workers=2))
+    batches = [next(it), next(it)]
+    for p in it._res.procs:     # workers that never reach their exit handlers (as when they are terminated)
+        os.kill(p.pid, signal.SIGKILL)
+    print(sum(b.sum().item() for b, _ in batches), max(int(n.max()) for _, n in batches))
+    sys.stdout.flush()
+    cltorch.backend.program.save_binaries(quiet=True)
+    os._exit(0)
+"""
+
+
+def test_kernels_compiled_in_workers_are_cached(tmp_path):
+    """Workers may be terminated at shutdown rather than exit, so they write what they compile when they build
+    it: a second run finds every program in the cache and compiles nothing."""
+    import subprocess
+    import sys
+    script = tmp_path / "child.py"
+    script.write_text(_CACHE_CHILD)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, CLTORCH_CACHE_DIR=str(tmp_path / "kc"),
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("CLTORCH_NO_DISK_CACHE", None)
+    first = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    files = sorted(p.name for p in (tmp_path / "kc").glob("*.bin"))
+    assert files, "nothing was cached"
+    assert not [p for p in (tmp_path / "kc").iterdir() if p.name.startswith(".tmp-")]
+    total, worker_builds = first.stdout.split()
+    assert int(worker_builds) > 0                   # the workers did compile (their exp kernel)
+    second = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.stdout.split() == [total, "0"]    # same values; the workers loaded everything from the cache

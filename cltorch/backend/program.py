@@ -20,7 +20,8 @@ from mako.lookup import TemplateLookup
 
 from .paths import cache_dir, kernels_dir
 
-__all__ = ["KernelBuildError", "render", "build_program", "save_binaries", "stats", "reset_stats"]
+__all__ = ["KernelBuildError", "render", "build_program", "save_binaries", "write_binaries_when_built", "stats",
+           "reset_stats"]
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "renders": 0}
 _lookup = None
@@ -158,7 +159,18 @@ def build_program(ctx, info, source, options=(), template="<source>"):
             if not _pending:
                 atexit.register(save_binaries)
             _pending[path] = (prg, os.getpid())
+        if not _at_exit[0]:
+            save_binaries(quiet=True)
     return prg
+
+
+_at_exit = [True]
+
+
+def write_binaries_when_built():
+    """Write each program's binary as soon as it is built, for a process that its parent may terminate instead
+    of letting it exit (a DataLoader worker), so that what it compiled is still cached."""
+    _at_exit[0] = False
 
 
 _pending = {}   # cache path -> (program built from source in this process, pid), written by save_binaries

@@ -156,6 +156,9 @@ def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_work
 
     # Ctrl-C reaches the whole process group; the main process handles it and shuts the workers down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a worker may be terminated at shutdown: kernels it compiles are cached when built, not at exit
+    from ...backend import program
+    program.write_binaries_when_built()
     parent = parent_process()
 
     def send(msg):
