@@ -1454,9 +1454,20 @@ def _embedding_bwd(ctx, g):
     g2 = g.reshape(-1, g._shape[-1])
     if ctx.padding_idx is not None:
         g2 = g2.masked_fill((flat == ctx.padding_idx).unsqueeze(-1), 0)
+    if ctx.num * flat._shape[0] <= _ONE_HOT_MAX:
+        # a GEMM with the one-hot matrix sums each row's occurrences in a fixed order, so the gradient is the same
+        # on every run; index_add's float atomics add repeated ids in whatever order the device runs them, and
+        # AdamW turns those last-bit differences into visible ones in rarely-updated rows
+        from .creation import arange
+        from .linalg import matmul_nd
+        onehot = (flat.unsqueeze(0) == arange(ctx.num, device=g.device).unsqueeze(1)).to(g.dtype)
+        return None, matmul_nd(onehot, g2), None
     from .creation import zeros
     z = zeros((ctx.num, g._shape[-1]), dtype=g.dtype, device=g.device)
     return None, call(_index_add_op, z, 0, flat, g2, 1), None
+
+
+_ONE_HOT_MAX = 1 << 22   # elements of the (num_embeddings, tokens) one-hot matrix above which index_add is used
 
 
 _embedding_op = register("embedding", _embedding_fwd, _embedding_bwd)
