@@ -307,8 +307,8 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     if sync:
         rt.synchronize()   # cpu tensors: synchronous, so numpy views and host memory are never stale
     if all(a is b for a, b in zip(ops, operands)):
-        _plans[pkey] = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=args[2 + 2 * len(tens) + len(ops) - len(tens):],
-                            vw=vw, sync=sync)
+        tail = args[2 + len(ops) + len(tens):]       # after out's and each operand's (buffer, offset) or value
+        _plans[pkey] = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=tail, vw=vw, sync=sync)
     return out
 
 
