@@ -81,16 +81,20 @@ class Storage:
             return self.buf
         hb = self._hostbuf
         if hb is None:
-            if not self.exposed and host_address(self.host) % HOST_ALIGN:
-                # zero-copy buffers want aligned host memory (PoCL asks for 128 bytes; other drivers copy
-                # otherwise); numpy has not seen this array, so it can move once, here, before a kernel uses it
-                aligned = aligned_empty(self.size, self.dtype.np)
-                aligned[...] = self.host
-                self.host = aligned
+            self.align_host()
             hb = self._hostbuf = self.runtime().host_buffer(self.host)
         # host memory must outlive the kernels queued on it: the runtime holds the storage until it syncs
         self.runtime().keep(self)
         return hb
+
+    def align_host(self):
+        """Move a cpu storage's memory to a 128-byte boundary, once, before a kernel first uses it: zero-copy
+        buffers want aligned host memory (PoCL asks for 128 bytes; other drivers copy otherwise) and vector loads
+        need it. Only memory numpy has not seen moves; memory it shares (``exposed``) is used where it is."""
+        if self._hostbuf is None and not self.exposed and host_address(self.host) % HOST_ALIGN:
+            aligned = aligned_empty(self.size, self.dtype.np)
+            aligned[...] = self.host
+            self.host = aligned
 
     def host_sync(self):
         """Wait for queued kernels that may touch this host storage."""

@@ -156,15 +156,16 @@ def build_program(ctx, info, source, options=(), template="<source>"):
     _STATS["builds"] += 1
     if use_disk:
         with _lock:
-            if not _pending:
+            if not _at_exit[1]:
                 atexit.register(save_binaries)
+                _at_exit[1] = True
             _pending[path] = (prg, os.getpid())
         if not _at_exit[0]:
             save_binaries(quiet=True)
     return prg
 
 
-_at_exit = [True]
+_at_exit = [True, False]   # [write at exit (else when built), the exit handler is registered]
 
 
 def write_binaries_when_built():

@@ -191,8 +191,11 @@ def _aligned(t, vw):
     """Vector loads need the element offset, and the host address for cpu tensors, aligned to vw elements."""
     if t._offset % vw:
         return False
-    h = t._storage.host
-    return h is None or host_address(h) % (vw * t.dtype.itemsize) == 0
+    st = t._storage
+    if st.host is None:
+        return True
+    st.align_host()      # what the launch would do anyway: decide on the memory the kernel will see
+    return host_address(st.host) % (vw * t.dtype.itemsize) == 0
 
 
 def sync_if_exposed(storages):
