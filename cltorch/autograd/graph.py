@@ -14,6 +14,7 @@ from .._tensor import Tensor
 
 __all__ = ["Node", "AccumulateGrad", "run_backward", "RemovableHandle"]
 
+
 class _AnomalyState(threading.local):
     on = False          # per thread; a class default, so reading it needs no failed attribute lookup
 
