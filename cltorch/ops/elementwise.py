@@ -8,6 +8,7 @@ strides and offsets are runtime arguments, so one program serves every shape of 
 Python scalars become kernel arguments; a 0-d cpu tensor mixes with any device (PyTorch's rule) and is
 read as a scalar. Tensors on two different devices raise RuntimeError naming both.
 """
+import math
 import re
 
 import numpy as np
@@ -351,15 +352,12 @@ class _Plan:
     def __init__(self, out, shape, code=None, cts=None, ops=(), kernel=None, gs=None, ls=None, tail=None, vw=0,
                  sync=True):
         self.shape, self.stride, self.dtype, self.device = shape, contiguous_strides(shape), out.dtype, out.device
-        n = 1
-        for d in shape:
-            n *= d
-        self.numel = n
+        self.numel = math.prod(shape)
         self.code, self.cts = code, cts
         # host reads, per operand: None (a Python scalar), "0d" (a numpy scalar), the element count of a contiguous
         # tensor (a slice of the storage's array, reshaped when not 1-D), or "view" (a strided view)
         self.reads = [None if not isinstance(x, Tensor) else "0d" if not x._shape else
-                      _numel(x._shape) if x._stride == contiguous_strides(x._shape) else "view" for x in ops]
+                      math.prod(x._shape) if x._stride == contiguous_strides(x._shape) else "view" for x in ops]
         self.kernel, self.gs, self.ls, self.tail, self.vw, self.sync = kernel, gs, ls, tail, vw, sync
         self.rt = out._storage.runtime() if kernel is not None else None
         self.np_dtype = np.dtype(self.dtype.np)
@@ -430,13 +428,6 @@ class _Plan:
             host = np.empty(self.numel, self.dtype.np)
             np.copyto(host if len(self.shape) == 1 else host.reshape(self.shape), res, casting="unsafe")
         return Tensor._make(Storage(self.device, self.dtype, self.numel, host=host), self.shape, self.stride)
-
-
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def contiguous_like(shape):
