@@ -188,3 +188,34 @@ def test_fork_child_gets_error_not_hang():
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "7", r.stderr
+
+
+def test_device_whose_compiler_fails_is_left_out(monkeypatch, tmp_path):
+    """A driver may list a device it cannot compile for (pip's PoCL 3.0 on CPUs LLVM 14 does not know): such a
+    device gets no cl:N index, is reported by unusable_devices() with the build log, and the no-device error
+    names it."""
+    import importlib
+    devices = importlib.import_module("cltorch.backend.devices")
+    rt_mod = importlib.import_module("cltorch.backend.runtime")
+    listed = [d.cl_device for d in devices.list_devices()]
+    monkeypatch.setenv("CLTORCH_CACHE_DIR", str(tmp_path / "kernels"))
+    # the real check: a listed device builds (verdict None, cached on disk); a broken one yields its error text
+    for dev in listed:
+        assert devices._compiler_check(dev, dev.platform) is None
+    assert (tmp_path / "compiler_checks.json").exists()
+
+    class Broken:
+        name = version = driver_version = "broken-device"
+    plat = listed[0].platform if listed else None
+    if plat is not None:
+        assert isinstance(devices._compiler_check(Broken(), plat), str)
+
+    def failing(dev, platform):
+        return "error: unknown target CPU 'generic'"
+    monkeypatch.setattr(devices, "_cache", [])
+    monkeypatch.setattr(devices, "_unusable", [])
+    monkeypatch.setattr(devices, "_compiler_check", failing)
+    assert devices.list_devices() == []
+    bad = devices.unusable_devices()
+    assert len(bad) >= len(listed) and all("unknown target CPU" in reason for _, _, reason in bad)
+    assert "unknown target CPU 'generic'" in rt_mod.install_hint()

@@ -2,12 +2,12 @@
 
 Knows nothing of tensors. See DESIGN.md.
 """
-from .devices import DeviceInfo, classify, list_devices, resolve, available_text
+from .devices import DeviceInfo, classify, list_devices, resolve, available_text, unusable_devices
 from .profile import load_profile
 from .program import KernelBuildError, render, stats, reset_stats
 from .runtime import (Runtime, OutOfMemoryError, NoDeviceError, runtime, cpu_runtime, cpu_index,
                       default_index, all_runtimes, in_forked_child, FORK_MESSAGE)
 
-__all__ = ["DeviceInfo", "classify", "list_devices", "resolve", "available_text", "load_profile",
+__all__ = ["DeviceInfo", "classify", "list_devices", "unusable_devices", "resolve", "available_text", "load_profile",
            "KernelBuildError", "render", "stats", "reset_stats", "Runtime", "OutOfMemoryError", "NoDeviceError",
            "runtime", "cpu_runtime", "cpu_index", "default_index", "all_runtimes"]

@@ -100,6 +100,56 @@ def _props(dev, platform):
 
 
 _cache = []
+_unusable = []   # (name, platform, reason) of devices whose compiler failed the check below
+
+_CHECK_SOURCE = "__kernel void cltorch_compiler_check(__global float* a) { a[get_global_id(0)] *= 2.0f; }"
+
+
+def _verdict_path():
+    from .paths import cache_dir
+    return cache_dir().parent / "compiler_checks.json"
+
+
+def _compiler_check(dev, platform):
+    """None if the device's OpenCL C compiler builds a one-line kernel, else the first lines of its build log.
+
+    A driver can list a device it cannot compile for (pip's PoCL 3.0, built on LLVM 14, names a CPU that
+    LLVM does not know 'generic' and every build fails with "unknown target CPU 'generic'"). Such a device
+    is left out of the device list instead of failing at the first op. The verdict is cached on disk per
+    platform, device and driver version (a build takes about 0.5 s; a cached verdict a file read).
+    """
+    import json
+    import pyopencl as cl
+    key = "|".join((platform.name, platform.version, dev.name, dev.version, dev.driver_version))
+    path = _verdict_path()
+    try:
+        verdicts = json.loads(path.read_text())
+    except (OSError, ValueError):
+        verdicts = {}
+    if key in verdicts:
+        return verdicts[key]
+    try:
+        cl.Program(cl.Context([dev]), _CHECK_SOURCE).build(devices=[dev])
+        verdict = None
+    except Exception as e:  # noqa: BLE001 - any failure to build means the device is unusable
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.startswith("Build on")]
+        verdict = "; ".join(ln for ln in lines if "clBuildProgram failed" not in ln)[:300] or type(e).__name__
+    verdicts[key] = verdict
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(verdicts, indent=1))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return verdict
+
+
+def unusable_devices():
+    """The devices that an OpenCL driver lists but whose compiler cannot build a kernel: a list of
+    ``(device name, platform name, reason)``; they get no ``cl:N`` index."""
+    list_devices()
+    return list(_unusable)
 
 
 def list_devices():
@@ -122,7 +172,11 @@ def list_devices():
         except Exception:
             continue
         for d in devs:
-            found.append((d, p))
+            reason = _compiler_check(d, p)
+            if reason is None:
+                found.append((d, p))
+            else:
+                _unusable.append((d.name.strip(), p.name.strip(), reason))
     infos = [device_info_from_props(0, _props(d, p), d) for d, p in found]
 
     def rank(info):
@@ -156,8 +210,8 @@ def resolve(spec):
         raise RuntimeError(f"invalid OpenCL device string '{spec}'; {available_text()}")
     devs = list_devices()
     if not devs:
-        from .runtime import INSTALL_HINT
-        raise RuntimeError(INSTALL_HINT)
+        from .runtime import install_hint
+        raise RuntimeError(install_hint())
     if len(parts) == 1:
         import os
         env = os.environ.get("CLTORCH_DEVICE")

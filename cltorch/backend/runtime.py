@@ -33,6 +33,19 @@ INSTALL_HINT = ("No OpenCL device was found. Install one: `pip install pocl-bina
                 "runtime; Apple ships OpenCL with macOS).")
 
 
+def install_hint():
+    """INSTALL_HINT, followed by the devices a driver lists but cannot compile for, with the reason."""
+    from .devices import unusable_devices
+    bad = unusable_devices()
+    if not bad:
+        return INSTALL_HINT
+    lines = [f"  {name} ({platform}): {reason}" for name, platform, reason in bad]
+    return (INSTALL_HINT + " These devices are listed by a driver but its compiler cannot build a kernel, so "
+            "they were left out:\n" + "\n".join(lines) + "\n(pip's PoCL 3.0 cannot compile for CPUs newer than "
+            "LLVM 14 knows, e.g. AMD Zen 5; on Debian/Ubuntu `apt-get install pocl-opencl-icd` gives a PoCL "
+            "that can, and `pip install intel-opencl-rt` gives Intel's CPU runtime.)")
+
+
 class Runtime:
     """Context, queue, pool and kernel cache of one OpenCL device (``info`` is its DeviceInfo)."""
 
@@ -265,7 +278,7 @@ def runtime(index):
             if rt is None:
                 devs = list_devices()
                 if not devs:
-                    raise NoDeviceError(INSTALL_HINT)
+                    raise NoDeviceError(install_hint())
                 rt = Runtime(devs[index])
                 _runtimes[index] = rt
     return rt
@@ -282,7 +295,7 @@ def cpu_index():
         if info.cls == "cpu":
             return info.index
     if not list_devices():
-        raise NoDeviceError(INSTALL_HINT)
+        raise NoDeviceError(install_hint())
     raise NoDeviceError("arithmetic on 'cpu' tensors needs an OpenCL CPU device, and none is installed; "
                         "`pip install pocl-binary-distribution` provides one, or move tensors to 'cl'.")
 
@@ -296,7 +309,7 @@ def default_index():
     import os
     devs = list_devices()
     if not devs:
-        raise NoDeviceError(INSTALL_HINT)
+        raise NoDeviceError(install_hint())
     env = os.environ.get("CLTORCH_DEVICE")
     if env:
         from .devices import resolve

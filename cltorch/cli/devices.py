@@ -33,9 +33,15 @@ def rows():
     return out
 
 
+def _print_unusable():
+    for name, platform, reason in backend.unusable_devices():
+        print(f"left out: {name} ({platform}): its OpenCL compiler cannot build a kernel: {reason}")
+
+
 def run(args):
     rs = rows()
     if not rs:
+        _print_unusable()
         print(HINT)
         return 1
     if getattr(args, "json", False):
@@ -62,6 +68,7 @@ def run(args):
     print("  ".join("-" * w for w in widths))
     for row in table:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    _print_unusable()
     print("\n'cpu' tensors compute on the first OpenCL CPU device; 'cl' is cl:%d (CLTORCH_DEVICE overrides)."
           % backend.default_index())
     return 0
