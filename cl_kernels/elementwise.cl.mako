@@ -2,15 +2,38 @@
 ##   operands: list of (kind, storage_type, compute_type); kind "t" = tensor, "s" = scalar argument
 ##   out_type: storage type of the output; expr: C expression over x0..x{n-1}; rank: 0 = contiguous fast path,
 ##   else the number of collapsed dims; to_bool: the output is bool (stored as uchar 0/1).
+##   "bfloat16" (storage or compute type) is held as ushort bit patterns and computed in float: widened exactly on
+##   load, rounded to nearest even on store (NaN stores as 0x7FC0, as PyTorch's scalar conversion).
 <%namespace name="c" file="common.cl.mako"/>
+<%!
+def ctype(t):
+    return "float" if t == "bfloat16" else t
+
+def ptype(t):
+    return "ushort" if t == "bfloat16" else t
+
+def load(st, ct, v):
+    return "(%s)%s" % (ctype(ct), ("bf16_load(%s)" % v) if st == "bfloat16" else v)
+
+def store(ot, v):
+    return ("bf16_store((float)(%s))" % v) if ot == "bfloat16" else "(%s)(%s)" % (ot, v)
+%>
 ${c.preamble(types)}
+% if "bfloat16" in types:
+inline float bf16_load(ushort h) { return as_float(((uint)h) << 16); }
+inline ushort bf16_store(float f) {
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)0x7fc0;
+    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+% endif
 <% nt = [i for i, o in enumerate(operands) if o[0] == "t"] %>
-__kernel void ew(__global ${out_type}* out, long out_off
+__kernel void ew(__global ${ptype(out_type)}* out, long out_off
 % for i, (kind, st, ct) in enumerate(operands):
 % if kind == "t":
-    , __global const ${st}* in${i}, long off${i}
+    , __global const ${ptype(st)}* in${i}, long off${i}
 % else:
-    , ${ct} s${i}
+    , ${ctype(ct)} s${i}
 % endif
 % endfor
     , long n
@@ -87,15 +110,15 @@ ${elem("e")}
     for (long j = 0; j < cnt; ++j) {
 % for i, (kind, st, ct) in enumerate(operands):
 % if kind == "t":
-        ${ct} x${i} = (${ct})in${i}[p${i} + j * str${i}_${last}];
+        ${ctype(ct)} x${i} = ${load(st, ct, "in%d[p%d + j * str%d_%d]" % (i, i, i, last))};
 % else:
-        ${ct} x${i} = s${i};
+        ${ctype(ct)} x${i} = s${i};
 % endif
 % endfor
 % if to_bool:
         out[o + j * ostr${last}] = (${out_type})((${expr}) != 0);
 % else:
-        out[o + j * ostr${last}] = (${out_type})(${expr});
+        out[o + j * ostr${last}] = ${store(out_type, expr)};
 % endif
     }
 }
@@ -104,14 +127,14 @@ ${elem("e")}
 <%def name="elem(idx)">
 % for i, (kind, st, ct) in enumerate(operands):
 % if kind == "t":
-            ${ct} x${i} = (${ct})in${i}[off${i} + ${idx}];
+            ${ctype(ct)} x${i} = ${load(st, ct, "in%d[off%d + %s]" % (i, i, idx))};
 % else:
-            ${ct} x${i} = s${i};
+            ${ctype(ct)} x${i} = s${i};
 % endif
 % endfor
 % if to_bool:
             out[out_off + ${idx}] = (${out_type})((${expr}) != 0);
 % else:
-            out[out_off + ${idx}] = (${out_type})(${expr});
+            out[out_off + ${idx}] = ${store(out_type, expr)};
 % endif
 </%def>

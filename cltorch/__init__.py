@@ -4,6 +4,10 @@ from . import _dtype
 from ._dtype import (dtype, float32, float16, float64, int64, int32, int16, int8, uint8, bool, float, half,  # noqa
                      double, long, int, short, finfo, iinfo, get_default_dtype, set_default_dtype, promote_types,
                      result_type as _result_type)
+from ._dtype import (bfloat16, complex32, complex64, complex128, chalf, cfloat, cdouble,  # noqa: F401
+                     is_complex)
+from ._memory_format import (memory_format, contiguous_format, channels_last, channels_last_3d,  # noqa: F401
+                             preserve_format)
 from ._device import device
 from ._tensor import Tensor, Size
 from . import backend
@@ -21,11 +25,14 @@ from .ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa
 from .ops.pool import max_pool1d, max_pool2d, avg_pool1d  # noqa: F401
 from .ops.softmax import softmax, log_softmax  # noqa: F401
 from .ops.norms import layer_norm, group_norm, batch_norm, instance_norm, rms_norm  # noqa: F401
+from .ops.activations import (relu_, celu, celu_, selu, selu_, threshold, threshold_, rrelu,  # noqa: F401
+                              rrelu_)
 from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled
 from . import cl
 from . import serialization
+_tensor.set_reducer(serialization._reduce_tensor)   # how Tensors pickle, set from above floor 4
 from . import nn, optim, utils, cuda, backends, accelerator
 from .serialization import save, load
 

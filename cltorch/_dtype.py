@@ -1,15 +1,23 @@
-"""dtypes: the nine element types, PyTorch's type promotion, finfo and iinfo.
+"""dtypes: the ten element types, the complex dtypes' names, PyTorch's type promotion, finfo and iinfo.
 
 Each :class:`dtype` knows its numpy dtype (host storage) and its OpenCL C type name (kernels).
+``bfloat16`` is stored as its 16-bit patterns; on the host that is ``ml_dtypes.bfloat16`` (a numpy dtype
+whose casts round to nearest even, as PyTorch's), in kernels a ``ushort`` that the elementwise template
+widens to float on load and rounds back on store (OpenCL C has no bfloat16 type).
+The complex dtypes exist as names and predicates only: cltorch has no complex storage yet, so asking for a
+complex tensor (any factory, ``.to``) raises NotImplementedError naming the dtype.
 Promotion follows PyTorch's ``result_type``: tensors of higher dimension win over 0-d tensors,
 which win over Python scalars, and only the *category* (bool < integer < floating) of a
 lower-priority operand can raise the result's type.
 """
 import numpy as np
 
-__all__ = ["dtype", "float32", "float16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
-           "float", "half", "double", "long", "int", "short", "finfo", "iinfo", "get_default_dtype",
-           "set_default_dtype", "promote_types", "result_type"]
+import ml_dtypes
+
+__all__ = ["dtype", "float32", "float16", "float64", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+           "float", "half", "double", "long", "int", "short", "complex32", "complex64", "complex128", "chalf",
+           "cfloat", "cdouble", "finfo", "iinfo", "get_default_dtype", "set_default_dtype", "promote_types",
+           "result_type", "is_complex"]
 
 _builtin_bool = bool
 _builtin_float = float
@@ -33,10 +41,17 @@ class dtype:
 
     @property
     def is_complex(self):
-        return False
+        return self._kind == 3
 
     def to_real(self):
-        return self
+        return _REAL_OF.get(self.name, self)
+
+    def to_complex(self):
+        """The complex dtype with this floating dtype's parts (a name only: complex storage is not built)."""
+        for c, r in _REAL_OF.items():
+            if r is self:
+                return _NAMES[c]
+        raise RuntimeError(f"to_complex is only defined for floating dtypes, got {self}")
 
     def __repr__(self):
         return "cltorch." + self.name
@@ -54,6 +69,11 @@ int16 = dtype("int16", np.int16, "short", 1, 4)
 int8 = dtype("int8", np.int8, "char", 1, 2)
 uint8 = dtype("uint8", np.uint8, "uchar", 1, 3)
 bool = dtype("bool", np.bool_, "uchar", 0, 0)  # noqa: A001 - PyTorch's name
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, "bfloat16", 2, 10)
+# complex dtypes: names, itemsize and predicates (kind 3); their numpy dtype is kept for itemsize only
+complex32 = dtype("complex32", np.float32, "none", 3, 20)        # two float16 halves: 4 bytes
+complex64 = dtype("complex64", np.complex64, "none", 3, 21)
+complex128 = dtype("complex128", np.complex128, "none", 3, 22)
 
 float = float32   # noqa: A001
 half = float16
@@ -61,10 +81,29 @@ double = float64
 long = int64
 int = int32       # noqa: A001
 short = int16
+chalf = complex32
+cfloat = complex64
+cdouble = complex128
 
-ALL = (float32, float16, float64, int64, int32, int16, int8, uint8, bool)
-_NAMES = {d.name: d for d in ALL}
+ALL = (float32, float16, float64, bfloat16, int64, int32, int16, int8, uint8, bool)
+COMPLEX = (complex32, complex64, complex128)
+_NAMES = {d.name: d for d in ALL + COMPLEX}
 _FROM_NP = {d.np: d for d in ALL}
+_REAL_OF = {"complex32": float16, "complex64": float32, "complex128": float64}
+
+
+def _no_complex(d):
+    return NotImplementedError(f"{d} tensors are not supported yet: cltorch has no complex storage (real dtypes "
+                               "only: float32, float64, float16, bfloat16, the integer types and bool)")
+
+
+def is_complex(t):
+    """PyTorch's ``torch.is_complex(input)``: True when ``input``'s dtype is complex (never, for a cltorch tensor).
+    Raises TypeError when ``input`` is not a tensor."""
+    d = getattr(t, "dtype", None)
+    if not isinstance(d, dtype) or not hasattr(t, "dim"):
+        raise TypeError(f"is_complex(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
+    return d.is_complex
 
 
 def _by_name(name):
@@ -77,6 +116,8 @@ def from_numpy_dtype(npd):
     try:
         return _FROM_NP[npd]
     except KeyError:
+        if npd.kind == "c":
+            raise _no_complex("complex64" if npd.itemsize == 8 else "complex128") from None
         if npd == np.uint16 or npd == np.uint32 or npd == np.uint64:
             raise TypeError(f"can't convert np.ndarray of type numpy.{npd}. The only supported types are: "
                             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
@@ -84,8 +125,11 @@ def from_numpy_dtype(npd):
 
 
 def to_dtype(d):
-    """Accepts a cltorch dtype, a numpy dtype, a Python type or a name; returns a cltorch dtype."""
+    """Accepts a cltorch dtype, a numpy dtype, a Python type or a name; returns a cltorch dtype. Raises
+    NotImplementedError for the complex dtypes (no complex storage yet)."""
     if isinstance(d, dtype):
+        if d._kind == 3:
+            raise _no_complex(d)
         return d
     if d is _builtin_float:
         return get_default_dtype()
@@ -93,8 +137,10 @@ def to_dtype(d):
         return int64
     if d is _builtin_bool:
         return bool
+    if d is complex:
+        raise _no_complex(complex64)
     if isinstance(d, str) and d in _NAMES:
-        return _NAMES[d]
+        return to_dtype(_NAMES[d])
     return from_numpy_dtype(d)
 
 
@@ -115,7 +161,8 @@ def set_default_dtype(d):
 
 
 # The promotion lattice: for two dtypes of the same category the larger wins; uint8 with a signed
-# integer gives the next signed type that holds both (PyTorch: uint8 + int8 -> int16).
+# integer gives the next signed type that holds both (PyTorch: uint8 + int8 -> int16), and float16 with
+# bfloat16 gives float32 (neither holds the other).
 def promote_types(a, b):
     """PyTorch's ``promote_types`` for two dtypes."""
     a, b = to_dtype(a), to_dtype(b)
@@ -125,6 +172,8 @@ def promote_types(a, b):
         return a if a._kind > b._kind else b
     if a._kind == 1 and {a, b} == {uint8, int8}:
         return int16
+    if a._rank == b._rank:          # float16 and bfloat16
+        return float32
     return a if a._rank > b._rank else b
 
 
@@ -169,20 +218,22 @@ def result_type(*operands):
 
 
 class finfo:
-    """Machine limits of a floating dtype: bits, eps, max, min, tiny (smallest normal), resolution."""
+    """Machine limits of a floating dtype: bits, eps, max, min, tiny (smallest normal), resolution
+    (``10 ** -digits``, as PyTorch). A complex dtype gives its real part's limits, as PyTorch."""
 
     def __init__(self, type=None):  # noqa: A002
-        t = to_dtype(type if type is not None else get_default_dtype())
+        t = type if type is not None else get_default_dtype()
+        t = t.to_real() if isinstance(t, dtype) else to_dtype(t)
         if not t.is_floating_point:
             raise TypeError(f"finfo needs a floating dtype, got {t}")
-        f = np.finfo(t.np)
+        f = ml_dtypes.finfo(t.np) if t is bfloat16 else np.finfo(t.np)
         self.dtype = t.name
         self.bits = f.bits
         self.eps = _builtin_float(f.eps)
         self.max = _builtin_float(f.max)
         self.min = _builtin_float(f.min)
         self.tiny = self.smallest_normal = _builtin_float(f.tiny)
-        self.resolution = _builtin_float(f.resolution)
+        self.resolution = _builtin_float(10.0 ** -f.precision)
 
     def __repr__(self):
         return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, " \

@@ -9,10 +9,20 @@ import math
 import numpy as np
 
 from . import _dtype as D
+from . import _memory_format as MF
 from ._device import canonical, device as Device
 from ._storage import Storage
 
-__all__ = ["Tensor", "Size", "contiguous_strides"]
+__all__ = ["Tensor", "Size", "contiguous_strides", "set_reducer"]
+
+# How a Tensor pickles: set by the serialization layer above this floor (``set_reducer``), so this file imports
+# nothing from upper floors.
+_reducer = [None]
+
+
+def set_reducer(fn):
+    """Install ``fn(tensor) -> (callable, args)`` as every Tensor's ``__reduce_ex__``."""
+    _reducer[0] = fn
 
 
 class Size(tuple):
@@ -139,7 +149,12 @@ class Tensor:
 
     @property
     def is_cuda(self):
+        """False: cltorch has no CUDA devices (``is_cl`` is True on OpenCL devices)."""
         return False
+
+    # devices and layouts cltorch never has: False, as PyTorch answers on a machine without them
+    is_xpu = is_mps = is_meta = is_ipu = is_hpu = is_vulkan = is_mtia = is_maia = property(lambda self: False)
+    is_quantized = is_mkldnn = is_nested = is_sparse_csr = property(lambda self: False)
 
     @property
     def is_cpu(self):
@@ -161,7 +176,8 @@ class Tensor:
         return self.dtype.is_floating_point
 
     def is_complex(self):
-        return False
+        """True when the dtype is complex: never, as cltorch has no complex storage yet."""
+        return self.dtype.is_complex
 
     def get_device(self):
         return -1 if self.device.type == "cpu" else self.device.index
@@ -184,6 +200,10 @@ class Tensor:
         return dim % n if n else 0
 
     def is_contiguous(self, memory_format=None):
+        """True when the strides are the row-major (or, with ``memory_format``, that format's) dense strides;
+        size-1 dims may have any stride. ``memory_format=preserve_format`` raises RuntimeError, as PyTorch."""
+        if memory_format is not None and memory_format is not MF.contiguous_format:
+            return MF.is_contiguous_as(self._shape, self._stride, memory_format)
         acc = 1
         for s, st in zip(reversed(self._shape), reversed(self._stride)):
             if s != 1 and st != acc:
@@ -281,6 +301,8 @@ class Tensor:
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
+        if self.dtype is D.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16")
         if self.device.type != "cpu":
             if force:
                 return self._host_view()
@@ -296,6 +318,8 @@ class Tensor:
         a = self._host_view()
         if self.dtype is D.bool:
             a = a.astype(bool)
+        elif self.dtype is D.bfloat16:
+            a = a.astype(np.float32)      # exact; Python floats, as PyTorch gives
         return a.tolist()
 
     def item(self):
@@ -304,9 +328,13 @@ class Tensor:
         v = self._host_view().reshape(-1)[0]
         if self.dtype is D.bool:
             return bool(v)
+        if self.dtype is D.bfloat16:
+            return float(v)
         return v.item()
 
     def __array__(self, dtype=None, copy=None):
+        if self.dtype is D.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16")
         if self.device.type == "cpu":
             self._storage.exposed = True      # the array shares the storage's memory, as numpy() does
             a = self._host_view()
@@ -354,8 +382,9 @@ class Tensor:
         return id(self)
 
     def __reduce_ex__(self, proto):
-        from .serialization import _reduce_tensor
-        return _reduce_tensor(self)
+        if _reducer[0] is None:
+            raise TypeError("cannot pickle a cltorch Tensor before cltorch.serialization is loaded")
+        return _reducer[0](self)
 
     def __deepcopy__(self, memo):
         if id(self) in memo:
@@ -408,6 +437,8 @@ class _no_grad:
 
 def _format(t):
     a = t._host_view()
+    if t.dtype is D.bfloat16:
+        a = a.astype(np.float32)
     if t.dtype is D.bool:
         body = np.array2string(a.astype(bool), separator=", ", prefix="tensor(",
                                formatter={"bool": lambda v: "True" if v else "False"})

@@ -46,6 +46,11 @@ def install_hint():
             "that can, and `pip install intel-opencl-rt` gives Intel's CPU runtime.)")
 
 
+# The templates that read and write bfloat16 (as ushort bit patterns, computing in float); any other template
+# rendered with the bfloat16 type raises NotImplementedError before it is built.
+BF16_TEMPLATES = frozenset({"elementwise.cl.mako"})
+
+
 class Runtime:
     """Context, queue, pool and kernel cache of one OpenCL device (``info`` is its DeviceInfo)."""
 
@@ -87,6 +92,10 @@ class Runtime:
                 prg = self._programs.get(key)
                 if prg is None:
                     src = program.render(template, **params)
+                    if "bfloat16" in src and template not in BF16_TEMPLATES:
+                        raise NotImplementedError(
+                            f"bfloat16 is not supported by the {template.split('.')[0]} kernels yet (bfloat16 is a "
+                            "storage dtype with pointwise arithmetic only): convert with .float() first")
                     prg = program.build_program(self.ctx, self.info, src, options, template)
                     self._programs[key] = prg
         else:

@@ -20,7 +20,7 @@ from .._tensor import Tensor, contiguous_strides
 __all__ = ["pointwise", "plan_of", "broadcast_shapes", "common_device", "as_operand", "sync_if_exposed"]
 
 _NP_SCALAR = {"float": np.float32, "double": np.float64, "half": np.float32, "long": np.int64, "int": np.int32,
-              "short": np.int16, "char": np.int8, "uchar": np.uint8}
+              "short": np.int16, "char": np.int8, "uchar": np.uint8, "bfloat16": np.float32}
 
 
 def broadcast_shapes(*shapes):
@@ -125,7 +125,9 @@ def _host_code(expr, cts, out_dtype):
     compares = any(op in flat for op in ("<", ">", "=="))
     arith = re.search(r"[-+*/]", flat.replace("e-", "").replace("e+", "")) is not None
     # C comparisons give int 0/1 that arithmetic may use; numpy's give bool: keep a comparison alone
-    if _HOST_TOKENS.match(flat) and not (compares and arith) and not any(c is D.float16 for c in cts):
+    # half and bfloat16 compute in float in the kernel; numpy would round every intermediate: kernel only
+    if _HOST_TOKENS.match(flat) and not (compares and arith) and \
+            not any(c is D.float16 or c is D.bfloat16 for c in cts):
         if "/" not in expr or all(c.is_floating_point for c in cts):
             args = ", ".join(f"x{i}" for i in range(len(cts)))
             code = eval(f"lambda {args}: " + re.sub(r"(\d+\.\d*)f", r"\1", expr))  # noqa: S307 - whitelisted

@@ -17,6 +17,7 @@ from .._tensor import Tensor
 from ._util import method, size_args
 from . import _philox_launch as PL
 from . import _philox_ref as REF
+from .elementwise import broadcast_shapes
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "default_generator",
            "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like", "bernoulli",
@@ -326,7 +327,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         shape = ref._shape if not (isinstance(mean, Tensor) and isinstance(std, Tensor)) else \
-            __import__("cltorch").ops.elementwise.broadcast_shapes(mean._shape, std._shape)
+            broadcast_shapes(mean._shape, std._shape)
         z = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device)
         return z * std + mean
     return _factory(tuple(size), dtype, device, requires_grad,
