@@ -1,17 +1,12 @@
-"""``cltorch.backends``: PyTorch's backend flags, accepted so scripts run; they change nothing here."""
-from types import SimpleNamespace
+"""``cltorch.backends``: PyTorch's ``torch.backends`` flags, so that scripts' first lines run.
 
-__all__ = ["cudnn", "mps", "cuda", "opencl"]
+Each submodule is importable as in PyTorch (``import cltorch.backends.cudnn as cudnn``) and is also an attribute
+of this package (``cltorch.backends.cudnn.benchmark = True``).
 
-cudnn = SimpleNamespace(benchmark=False, deterministic=False, enabled=True, allow_tf32=False,
-                        is_available=lambda: False)
-mps = SimpleNamespace(is_available=lambda: False, is_built=lambda: False)
-cuda = SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False), is_built=lambda: False)
+The flags are accepted and change nothing: cltorch has no cuDNN, CUDA, MPS, oneDNN or MKL. They are plain
+module attributes that keep what a script sets, so a script that reads back its own setting sees it. The
+libraries' ``is_available()`` answer False; ``opencl.is_available()`` reports cltorch's own OpenCL runtime.
+"""
+from . import cudnn, cuda, mps, mkldnn, mkl, openmp, opt_einsum, cpu, opencl  # noqa: F401
 
-
-def _opencl_available():
-    from .. import cl
-    return cl.is_available()
-
-
-opencl = SimpleNamespace(is_available=_opencl_available)
+__all__ = ["cudnn", "cuda", "mps", "mkldnn", "mkl", "openmp", "opt_einsum", "cpu", "opencl"]
