@@ -6,3 +6,5 @@
 from .parameter import Parameter, Buffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from . import functional, init, utils, attention  # noqa: F401
+from . import parallel  # noqa: F401,E402
+from .parallel import DataParallel  # noqa: F401,E402
