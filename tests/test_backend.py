@@ -219,3 +219,31 @@ def test_device_whose_compiler_fails_is_left_out(monkeypatch, tmp_path):
     bad = devices.unusable_devices()
     assert len(bad) >= len(listed) and all("unknown target CPU" in reason for _, _, reason in bad)
     assert "unknown target CPU 'generic'" in rt_mod.install_hint()
+
+
+def test_pip_installed_drivers_are_registered(monkeypatch, tmp_path):
+    """An Intel CPU runtime installed by pip (``<prefix>/lib/libintelocl.so``) is written into an ICD folder of
+    our cache by absolute path and OCL_ICD_VENDORS points there; a user's own OCL_ICD_VENDORS is left alone."""
+    import importlib
+    drivers = importlib.import_module("cltorch.backend.drivers")
+    prefix = tmp_path / "venv"
+    (prefix / "lib").mkdir(parents=True)
+    lib = prefix / "lib" / "libintelocl.so"
+    lib.write_bytes(b"")
+    monkeypatch.setattr(drivers.sys, "prefix", str(prefix))
+    monkeypatch.setenv("CLTORCH_CACHE_DIR", str(tmp_path / "cache" / "kernels"))
+    monkeypatch.delenv("OCL_ICD_VENDORS", raising=False)
+    monkeypatch.delenv("CLTORCH_NO_DRIVER_DISCOVERY", raising=False)
+    monkeypatch.setattr(drivers, "_configured", [])
+    monkeypatch.setattr(drivers, "_found", [])
+    found = drivers.configure()
+    assert ("Intel CPU runtime (pip)", str(lib), str(lib)) in found
+    folder = os.environ["OCL_ICD_VENDORS"]
+    assert folder.startswith(str(tmp_path / "cache"))
+    written = [open(os.path.join(folder, f)).read().strip() for f in sorted(os.listdir(folder))]
+    assert str(lib) in written
+    # the user's own folder wins, and nothing is registered then
+    monkeypatch.setattr(drivers, "_configured", [])
+    monkeypatch.setattr(drivers, "_found", [])
+    monkeypatch.setenv("OCL_ICD_VENDORS", "/users/own/vendors")
+    assert drivers.configure() == [] and os.environ["OCL_ICD_VENDORS"] == "/users/own/vendors"

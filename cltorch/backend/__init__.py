@@ -2,6 +2,7 @@
 
 Knows nothing of tensors. See DESIGN.md.
 """
+from . import drivers  # noqa: F401
 from .devices import DeviceInfo, classify, list_devices, resolve, available_text, unusable_devices
 from .profile import load_profile
 from .program import KernelBuildError, render, stats, reset_stats

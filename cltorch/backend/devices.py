@@ -128,8 +128,11 @@ def _compiler_check(dev, platform):
         verdicts = {}
     if key in verdicts:
         return verdicts[key]
+    import warnings
     try:
-        cl.Program(cl.Context([dev]), _CHECK_SOURCE).build(devices=[dev])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # a compiler's informational output is no failure
+            cl.Program(cl.Context([dev]), _CHECK_SOURCE).build(devices=[dev])
         verdict = None
     except Exception as e:  # noqa: BLE001 - any failure to build means the device is unusable
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.startswith("Build on")]
@@ -155,12 +158,16 @@ def unusable_devices():
 def list_devices():
     """Every OpenCL device on every platform, in a stable order (the ``cl:N`` order).
 
-    Order: discrete GPUs, integrated GPUs, then CPUs; within a kind, platform order. Returns [] when
+    Order: discrete GPUs, integrated GPUs, then CPUs; within a kind PoCL first, Oclgrind (a simulator) last,
+    otherwise platform order. Devices whose compiler cannot build a kernel are left out
+    (:func:`unusable_devices`). Drivers installed by pip are found first (:mod:`.drivers`). Returns [] when
     no OpenCL platform is installed (pyopencl raises LogicError/RuntimeError then).
     """
     if _cache:
         return _cache[0]
     found = []
+    from . import drivers
+    drivers.configure()      # before the first OpenCL call: the ICD loader reads its folder once
     try:
         import pyopencl as cl
         platforms = cl.get_platforms()
@@ -180,9 +187,10 @@ def list_devices():
     infos = [device_info_from_props(0, _props(d, p), d) for d, p in found]
 
     def rank(info):
-        if not info.is_gpu:
-            return 2
-        return 1 if info.is_integrated else 0
+        kind = 2 if not info.is_gpu else (1 if info.is_integrated else 0)
+        # within a kind: PoCL first (the CPU profiles are measured on it), a simulator (Oclgrind) last
+        plat = info.platform.lower()
+        return kind, 0 if "portable computing language" in plat else (2 if "oclgrind" in plat else 1)
     infos.sort(key=rank)
     for i, info in enumerate(infos):
         info.index = i

@@ -1,5 +1,6 @@
 """``cltorch devices``: a table of every OpenCL platform and device, or JSON."""
 import json
+import os
 
 from .. import backend
 
@@ -31,6 +32,14 @@ def rows():
                     "max_alloc": info.max_alloc, "max_work_group_size": info.max_work_group_size,
                     "fp16": info.fp16, "fp64": info.fp64, "profile": prof.name})
     return out
+
+
+def _print_drivers():
+    found = backend.drivers.found_drivers()
+    if found:
+        print("\nOpenCL drivers registered by cltorch (OCL_ICD_VENDORS=%s):" % os.environ.get("OCL_ICD_VENDORS"))
+        for what, lib, where in found:
+            print(f"  {what}: {lib}" + (f"  (from {where})" if where != lib else ""))
 
 
 def _print_unusable():
@@ -69,6 +78,7 @@ def run(args):
     for row in table:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
     _print_unusable()
+    _print_drivers()
     print("\n'cpu' tensors compute on the first OpenCL CPU device; 'cl' is cl:%d (CLTORCH_DEVICE overrides)."
           % backend.default_index())
     return 0
