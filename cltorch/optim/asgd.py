@@ -1,0 +1,87 @@
+"""Averaged SGD (``torch.optim.ASGD``)."""
+import cltorch as torch
+
+from ._common import check_lr, check_modes, check_nonneg, scalar
+from ._composed import check_real, effective_grad
+from .optimizer import Optimizer, _as_step, _bump_step, _step_value, _zeros_like
+
+__all__ = ["ASGD"]
+
+
+def _set_scalar(t, value):
+    """Write ``value`` into the 0-d state tensor ``t`` in place (rounded to its dtype, as PyTorch's copy_)."""
+    st = t._storage
+    if st.host is not None:
+        st.host[t._offset] = value
+        st.version += 1
+    else:
+        t.fill_(value)
+
+
+class ASGD(Optimizer):
+    r"""Averaged stochastic gradient descent (Polyak & Juditsky, 1992, "Acceleration of stochastic
+    approximation by averaging"), with the decaying step of Bottou (2012, "Stochastic gradient descent
+    tricks", section 5.3), as PyTorch's ``torch.optim.ASGD`` implements it. At step ``t``::
+
+        g = -grad if maximize else grad
+        if weight_decay != 0: g = g + weight_decay * param
+        param = param * (1 - lambd * eta) - eta * g
+        ax = param if mu == 1 else ax + mu * (param - ax)
+        eta = lr / (1 + lambd * lr * t) ** alpha
+        mu = 1 / max(1, t - t0)
+
+    ``eta`` and ``mu`` are read back from their 0-d float32 state tensors, as PyTorch does (so its float32
+    rounding of ``eta`` is reproduced). The averaged parameters are ``optimizer.state[p]["ax"]``.
+
+    Args:
+        params; lr (float or 1-element Tensor, 1e-2); lambd (1e-4, decay term); alpha (0.75, power for the
+        eta update); t0 (1e6, the step at which averaging starts); weight_decay (0); foreach, capturable
+        (accepted); maximize (False); differentiable (True raises NotImplementedError). ValueError for a
+        negative lr or weight_decay, as PyTorch.
+
+    State per parameter: ``step`` (0-d float32 cpu tensor), ``eta`` and ``mu`` (0-d float32 tensors), ``ax``
+    (parameter's shape, dtype and device).
+    """
+
+    _group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False, differentiable=False, capturable=False):
+        check_lr(lr)
+        check_nonneg("weight_decay", weight_decay)
+        check_modes(foreach, None, differentiable)
+        defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One ASGD step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
+        loss = self._closure_loss(closure)
+        with torch.no_grad():
+            for group in self.param_groups:
+                lr = scalar(group["lr"])
+                lambd = scalar(group["lambd"])
+                alpha = scalar(group["alpha"])
+                t0 = scalar(group["t0"])
+                wd = scalar(group["weight_decay"])
+                for p, g in self._grads_of(group):
+                    check_real("ASGD", p)
+                    st = self.state[p]
+                    if len(st) == 0:
+                        st["step"] = _as_step(0.0)
+                        st["eta"] = torch.tensor(lr, dtype=torch.float32)
+                        st["mu"] = torch.tensor(1.0, dtype=torch.float32)
+                        st["ax"] = _zeros_like(p)
+                    t = _bump_step(st["step"])
+                    g = effective_grad(p, g, group["maximize"], wd)
+                    eta = _step_value(st["eta"])
+                    mu = _step_value(st["mu"])
+                    p.mul_(1 - lambd * eta).add_(g, alpha=-eta)
+                    ax = st["ax"]
+                    if mu != 1:
+                        ax.add_(p.sub(ax).mul_(mu))
+                    else:
+                        ax.copy_(p)
+                    _set_scalar(st["eta"], lr / ((1 + lambd * lr * t) ** alpha))
+                    _set_scalar(st["mu"], 1 / max(1, t - t0))
+        return loss
