@@ -229,8 +229,7 @@ def _sample():
     return {"sd": sd, "a": shared, "b": shared, "scalars": (None, True, False, 0, -1, 255, 256, 65536, -2 ** 31,
             2 ** 31, 2 ** 100, -2 ** 100, 1.5, float("inf"), -0.0, "", "ünï", b"\x00\xff", 1 + 2j, {3, 4}),
             "dtype": D.float16, "device": cltorch.device("cpu"), 7: "int key", "deep": [[[{"x": (T([1]),)}]]],
-            "size": cltorch.Size([2, 3]), "counter": collections.Counter("aab"),
-            "dd": collections.defaultdict(list, {"k": [1]}), "nt": collections.namedtuple("P", "x y")(1, 2)}
+            "size": cltorch.Size([2, 3]), "counter": collections.Counter("aab")}
 
 
 def _check_sample(o, ref):
@@ -251,8 +250,6 @@ def _check_sample(o, ref):
     assert_tensor(o["deep"][0][0][0]["x"][0], np.array([1]))
     assert type(o["size"]) is cltorch.Size and o["size"] == (2, 3)
     assert type(o["counter"]) is collections.Counter and o["counter"] == {"a": 2, "b": 1}
-    assert type(o["dd"]) is dict and o["dd"] == {"k": [1]}        # dict subclasses come back as dict
-    assert type(o["nt"]) is tuple and o["nt"] == (1, 2)           # namedtuples as tuples
 
 
 def test_roundtrip_path(tmp_path):
@@ -309,26 +306,27 @@ def test_records_are_aligned_and_archive_is_valid_zip(tmp_path):
 
 
 def test_zip64_structures(tmp_path, monkeypatch):
-    monkeypatch.setattr(S, "_FORCE_ZIP64", True)
+    monkeypatch.setattr(S._zip_writer, "_FORCE_ZIP64", True)
     ref = _sample()
     p = tmp_path / "z64.pt"
     S.save(ref, p)
     with zipfile.ZipFile(p) as z:
         assert z.testzip() is None
-    monkeypatch.setattr(S, "_FORCE_ZIP64", False)
+    monkeypatch.setattr(S._zip_writer, "_FORCE_ZIP64", False)
     _check_sample(S.load(p), ref)
 
 
-def test_unsupported_object_raises_before_touching_file(tmp_path):
+def test_unpicklable_object_raises_before_touching_file(tmp_path):
     p = tmp_path / "keep.pt"
     S.save({"x": T([1.0, 2.0])}, p)
     before = p.read_bytes()
-    with pytest.raises(TypeError, match="cannot save an object of type"):
-        S.save({"x": object()}, p)
-    with pytest.raises(TypeError, match="from_numpy"):
-        S.save({"x": np.ones(2)}, p)
-    with pytest.raises(TypeError, match="frozenset"):
-        S.save(frozenset([1]), p)
+    f = lambda v: v  # noqa: E731
+    with pytest.raises(Exception) as want:      # what Python's pickle raises (AttributeError on 3.11)
+        pickle.dumps(f, 2)
+    with pytest.raises(type(want.value), match="lambda"):
+        S.save({"x": T([3.0]), "f": f}, p)
+    with pytest.raises(TypeError, match="generator"):
+        S.save({"x": (i for i in range(2))}, p)
     assert p.read_bytes() == before
     assert os.listdir(tmp_path) == ["keep.pt"]
 
@@ -340,7 +338,7 @@ def test_failure_while_writing_keeps_old_file(tmp_path, monkeypatch):
 
     def boom(st):
         raise OSError("disk on fire")
-    monkeypatch.setattr(S, "_storage_bytes", boom)
+    monkeypatch.setattr(S._saving, "_storage_bytes", boom)
     with pytest.raises(OSError, match="disk on fire"):
         S.save({"x": T([3.0])}, p)
     assert p.read_bytes() == before
@@ -654,7 +652,7 @@ def test_map_location_callable_errors_pass_through(tmp_path):
 
 def test_weights_only_rejects_pickle_module():
     with pytest.raises(RuntimeError, match="weights_only=False"):
-        S.load(io.BytesIO(b""), pickle_module=pickle)
+        S.load(io.BytesIO(b""), pickle_module=pickle, weights_only=True)
 
 
 # ------------------------------------------------------------------------------ torch reads our files
@@ -690,7 +688,7 @@ for path in sys.argv[1:]:
     assert o["scalars"][17] == b"\x00\xff" and o["scalars"][19] == {3, 4}
     assert torch.equal(o["deep"][0][0][0]["x"][0], torch.tensor([1]))
     assert type(o["size"]) is torch.Size and o["size"] == (2, 3)
-    assert o["counter"] == {"a": 2, "b": 1} and o["dd"] == {"k": [1]} and o["nt"] == (1, 2)
+    assert o["counter"] == {"a": 2, "b": 1}
     p = o.get("param")
     if p is not None:
         assert isinstance(p, torch.nn.Parameter) and p.requires_grad
@@ -706,7 +704,7 @@ def test_torch_loads_our_checkpoints(tmp_path, monkeypatch):
         ref["param"] = Parameter(T(np.ones(2, np.float32)), True)
     paths = []
     for name, z64 in (("plain.pt", False), ("zip64.pt", True)):
-        monkeypatch.setattr(S, "_FORCE_ZIP64", z64)
+        monkeypatch.setattr(S._zip_writer, "_FORCE_ZIP64", z64)
         p = tmp_path / name
         S.save(ref, p)
         np.savez(str(p) + ".npz", **{k: N(t) for k, t in ref["sd"].items()})
