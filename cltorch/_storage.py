@@ -8,19 +8,24 @@ view of a storage shares it (autograd checks it when a saved tensor is used).
 Host reads of a cpu storage first wait for queued kernels (``host_sync``). A storage whose memory has
 been handed to numpy (``from_numpy``, ``.numpy()``) is marked ``exposed``: ops that touch it finish
 before returning, so numpy never sees stale data (DESIGN.md, decision 2).
+
+A cpu storage can move into shared memory (``share_memory_``): its host array becomes a view of a
+page-aligned ``MAP_SHARED`` mapping (``cltorch._shm.Segment``) that other processes map too, so kernels
+(zero-copy, as before) and numpy in every process read and write the same bytes.
 """
 import ctypes
 
 import numpy as np
 
 from . import backend
+from . import _shm
 
 __all__ = ["Storage"]
 
 
 class Storage:
     __slots__ = ("device", "dtype", "size", "host", "buf", "_hostbuf", "version", "exposed", "_rt", "_nbytes",
-                 "pinned", "__weakref__")
+                 "pinned", "shm", "__weakref__")
 
     def __init__(self, device, dtype, size, host=None, buf=None, rt=None, nbytes=0):
         self.device = device
@@ -34,6 +39,7 @@ class Storage:
         self.pinned = False
         self._rt = rt
         self._nbytes = nbytes     # accounted device bytes
+        self.shm = None           # the _shm.Segment a shared cpu storage lives in
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -59,6 +65,51 @@ class Storage:
             import pyopencl as cl
             cl.enqueue_copy(st._rt.queue, st.buf, np.ascontiguousarray(array), is_blocking=True)
         return st
+
+    @classmethod
+    def from_segment(cls, seg, dtype, size):
+        """A cpu storage of ``size`` elements of ``dtype`` living in shared-memory segment ``seg`` (no copy)."""
+        from ._device import device as Device
+        host = np.frombuffer(seg.mm, dtype=np.uint8, count=size * dtype.itemsize).view(dtype.np)
+        st = cls(Device("cpu"), dtype, size, host=host)
+        st.shm = seg
+        return st
+
+    # ------------------------------------------------------------ sharing between processes
+    def is_shared(self):
+        """True when this cpu storage lives in memory shared with other processes."""
+        return self.shm is not None
+
+    def share_memory_(self):
+        """Moves a cpu storage into shared memory, in place (a no-op when it is there already); returns self.
+
+        The values are copied once into a fresh segment (``cltorch._shm``: an anonymous ``memfd`` segment
+        under the ``file_descriptor`` strategy, a named ``/dev/shm`` one under ``file_system``), which then
+        is the storage's memory: every tensor viewing the storage sees it. numpy arrays taken earlier
+        (``from_numpy``, ``.numpy()``) keep the old memory, as in PyTorch.
+
+        Raises:
+            RuntimeError: for a device (``cl:N``) storage: OpenCL has no way to share device memory
+                between processes (PyTorch's CUDA IPC has no OpenCL counterpart).
+        """
+        if self.shm is not None:
+            return self
+        if self.host is None:
+            raise RuntimeError(
+                f"share_memory_(): cannot share OpenCL device memory ({self.device}) between processes: OpenCL "
+                "has no inter-process memory handles. Keep tensors that processes share on the cpu "
+                "(t.cpu().share_memory_()) and move them to the device inside each process.")
+        self.host_sync()
+        nbytes = self.size * self.dtype.itemsize
+        seg = _shm.new_shared_segment(nbytes)
+        host = np.frombuffer(seg.mm, dtype=np.uint8, count=nbytes).view(self.dtype.np)
+        host[...] = self.host
+        self.host = host
+        self._hostbuf = None      # the zero-copy buffer over the old memory; a new one is made when needed
+        self.pinned = False
+        self.exposed = False
+        self.shm = seg
+        return self
 
     def __del__(self):
         if self._nbytes and self._rt is not None:

@@ -260,7 +260,10 @@ FORK_MESSAGE = ("OpenCL was used in the parent process, and this process was sta
 
 
 def _after_fork_in_child():
-    if _runtimes or _forked[0]:
+    # Listing the platforms is enough to start PoCL's threads: a child forked after only that hangs at its first
+    # kernel too (measured: device_count() then fork, then a matmul in the child), so it counts as use.
+    from . import devices
+    if _runtimes or _forked[0] or devices._cache:
         _forked[0] = True
         _runtimes.clear()
 
