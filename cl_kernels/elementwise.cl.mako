@@ -20,6 +20,7 @@ def store(ot, v):
 %>
 ${c.preamble(types)}
 % if "bfloat16" in types:
+typedef float bfloat16;      /* the compute type: expressions' casts to it mean float */
 inline float bf16_load(ushort h) { return as_float(((uint)h) << 16); }
 inline ushort bf16_store(float f) {
     uint u = as_uint(f);

@@ -32,8 +32,10 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled
 from . import cl
 from . import serialization
-_tensor.set_reducer(serialization._reduce_tensor)   # how Tensors pickle, set from above floor 4
+_tensor.set_reducer(lambda t: serialization._reduce_tensor(t))   # how Tensors pickle, set from above floor 4
 from . import nn, optim, utils, cuda, backends, accelerator
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: F401
 from .serialization import save, load
 
 __version__ = "0.1.0"

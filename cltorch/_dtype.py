@@ -124,6 +124,15 @@ def from_numpy_dtype(npd):
         raise TypeError(f"unsupported numpy dtype {npd}") from None
 
 
+def host_values(a, d):
+    """``a`` (a numpy array or scalar) ready to be stored as dtype ``d`` by a numpy cast: values headed for
+    bfloat16 pass through float32 first, as PyTorch converts (double -> float -> bfloat16, each rounding to
+    nearest even), where ml_dtypes would round a double once."""
+    if d is bfloat16 and np.asarray(a).dtype not in (np.float32, bfloat16.np, np.bool_, np.float16):
+        return np.asarray(a, dtype=np.float32)
+    return a
+
+
 def to_dtype(d):
     """Accepts a cltorch dtype, a numpy dtype, a Python type or a name; returns a cltorch dtype. Raises
     NotImplementedError for the complex dtypes (no complex storage yet)."""

@@ -88,13 +88,29 @@ def is_contiguous_as(shape, stride, fmt):
     return True
 
 
+def _strides_like(shape, stride, order):
+    """PyTorch's reading of a layout from strides (``is_channels_last_strides_2d``/``_3d``): walking the dims in
+    the format's order, the strides must not decrease (a dim's extent counted when its size exceeds 1); a size-0
+    dim, a stride-0 channel dim, or a batch stride equal to the channel stride (an N111 tensor, ambiguous) reads
+    as contiguous, which is the default for ambiguous cases."""
+    if stride[1] == 0:
+        return False
+    lo = 0
+    for d in order:
+        if shape[d] == 0 or stride[d] < lo:
+            return False
+        if d == 0 and lo == stride[1]:
+            return False
+        lo = stride[d] * shape[d] if shape[d] > 1 else stride[d]
+    return True
+
+
 def suggest_format(t):
-    """The format ``preserve_format`` keeps for tensor ``t``: channels_last(_3d) when t is laid out so and not
-    also plainly contiguous, else contiguous_format."""
+    """The format ``preserve_format`` keeps for tensor ``t`` (PyTorch's ``suggest_memory_format``): channels_last
+    for a 4-d (channels_last_3d for a 5-d) tensor whose strides read so, else contiguous_format."""
     shape, stride = t._shape, t._stride
-    if is_contiguous_as(shape, stride, contiguous_format):
-        return contiguous_format
-    for fmt, (rank, _) in _ORDER.items():
-        if len(shape) == rank and is_contiguous_as(shape, stride, fmt):
+    for fmt, (rank, order) in _ORDER.items():
+        if len(shape) == rank and (_strides_like(shape, stride, order) or
+                                   (0 in shape and stride == format_strides(shape, fmt))):   # empty: exact strides
             return fmt
     return contiguous_format

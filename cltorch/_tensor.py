@@ -153,7 +153,7 @@ class Tensor:
         return False
 
     # devices and layouts cltorch never has: False, as PyTorch answers on a machine without them
-    is_xpu = is_mps = is_meta = is_ipu = is_hpu = is_vulkan = is_mtia = is_maia = property(lambda self: False)
+    is_xpu = is_mps = is_meta = is_ipu = is_vulkan = is_mtia = is_maia = property(lambda self: False)
     is_quantized = is_mkldnn = is_nested = is_sparse_csr = property(lambda self: False)
 
     @property
@@ -207,7 +207,7 @@ class Tensor:
         acc = 1
         for s, st in zip(reversed(self._shape), reversed(self._stride)):
             if s != 1 and st != acc:
-                return False
+                return 0 in self._shape          # an empty tensor is contiguous, as in PyTorch
             acc *= s
         return True
 

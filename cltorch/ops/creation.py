@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype as D
 from .._device import canonical
 from .._storage import Storage, aligned_empty, check_caps
+from .._memory_format import format_strides, suggest_format, contiguous_format, preserve_format
 from .._tensor import Tensor
 from ._util import method, size_args
 from .pointwise import full_like_value
@@ -81,7 +82,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         dt = D.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
         arr = _to_array(data, dt)
     check_caps(dt, device)
-    arr = np.asarray(arr != 0 if (dt is D.bool and arr.dtype != np.bool_) else arr, dtype=dt.np)
+    arr = np.asarray(arr != 0 if (dt is D.bool and arr.dtype != np.bool_) else D.host_values(arr, dt), dtype=dt.np)
     flat = aligned_empty(arr.size, dt.np)
     flat[...] = arr.reshape(-1)
     t = Tensor._make(Storage.from_host(flat, device), arr.shape)
@@ -134,14 +135,21 @@ def as_tensor(data, dtype=None, device=None):
 
 def empty(*size, dtype=None, device=None, requires_grad=False, pin_memory=False, out=None, layout=None,
           memory_format=None):
-    """An uninitialised tensor of ``size``."""
+    """An uninitialised tensor of ``size``; ``memory_format`` (contiguous_format, or channels_last for 4-d and
+    channels_last_3d for 5-d sizes) sets the strides. Raises RuntimeError for a negative size or a channels_last
+    format of the wrong rank."""
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     device = canonical(device)
     check_caps(dt, device)
     shape = size_args(size)
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
-    t = Tensor._empty(shape, dt, device)
+    if memory_format is None or memory_format is contiguous_format:
+        t = Tensor._empty(shape, dt, device)
+    else:
+        if memory_format is preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the empty() operator")
+        t = Tensor._make(Storage.empty(math.prod(shape), dt, device), shape, format_strides(shape, memory_format))
     return _finish(t, requires_grad)
 
 
@@ -180,24 +188,41 @@ def _like(x, dtype, device):
     return (D.to_dtype(dtype) if dtype is not None else x.dtype), (device if device is not None else x.device)
 
 
+def _like_format(x, memory_format):
+    """The format a ``*_like`` result takes: ``preserve_format`` (the default) keeps x's channels_last layout."""
+    if memory_format is None or memory_format is preserve_format:
+        return suggest_format(x)
+    return memory_format
+
+
 def empty_like(x, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+    """An uninitialised tensor of x's shape (dtype and device default to x's). ``memory_format``: see
+    ``cltorch._memory_format`` (preserve_format, the default, keeps a channels_last layout)."""
     dt, dev = _like(x, dtype, device)
-    return empty(x._shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return empty(x._shape, dtype=dt, device=dev, requires_grad=requires_grad,
+                 memory_format=_like_format(x, memory_format))
 
 
 def zeros_like(x, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
-    dt, dev = _like(x, dtype, device)
-    return zeros(x._shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    """Zeros of x's shape; dtype, device and ``memory_format`` as in :func:`empty_like`."""
+    t = empty_like(x, dtype=dtype, device=device, memory_format=memory_format)
+    full_like_value(t, 0)
+    return _finish(t, requires_grad)
 
 
 def ones_like(x, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
-    dt, dev = _like(x, dtype, device)
-    return ones(x._shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    """Ones of x's shape; dtype, device and ``memory_format`` as in :func:`empty_like`."""
+    t = empty_like(x, dtype=dtype, device=device, memory_format=memory_format)
+    full_like_value(t, 1)
+    return _finish(t, requires_grad)
 
 
 def full_like(x, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
-    dt, dev = _like(x, dtype, device)
-    return full(x._shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    """``fill_value`` in x's shape; dtype (x's unless given), device and ``memory_format`` as in
+    :func:`empty_like`."""
+    t = empty_like(x, dtype=dtype, device=device, memory_format=memory_format)
+    full_like_value(t, fill_value)
+    return _finish(t, requires_grad)
 
 
 def _num(x):

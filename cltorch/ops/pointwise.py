@@ -837,7 +837,7 @@ def cast(a, dtype):
         if dtype is D.bool:
             res = (arr != 0).astype(dtype.np)
         else:
-            res = arr.astype(dtype.np)
+            res = D.host_values(arr, dtype).astype(dtype.np)
         from .._storage import Storage
         return T._make(Storage.from_host(res.reshape(-1), a.device), a._shape)
     cdt = _ct(dtype) if dtype.is_floating_point else _ct(a.dtype)
@@ -850,7 +850,7 @@ def full_like_value(out, value):
         return out
     if out.device.type == "cpu" and out.is_contiguous():
         out._storage.host_sync()
-        out._host_view()[...] = value
+        out._host_view()[...] = D.host_values(value, out.dtype)
         return out
     cdt = _ct(out.dtype)
     if not cdt.is_floating_point:   # the kernel's scalar argument has the tensor's integer type

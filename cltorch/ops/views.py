@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .._device import canonical
 from .._dispatch import call, register, is_grad_enabled
+from .._memory_format import format_strides, suggest_format, contiguous_format, preserve_format, memory_format
 from .._storage import Storage, aligned_empty, check_caps
 from .._tensor import Tensor, contiguous_strides
 from ._util import method, size_args
@@ -458,7 +459,7 @@ def _materialize(x, dtype=None, device=None):
         if dtype is D.bool and x.dtype is not D.bool:
             a = a != 0
         arr = aligned_empty(a.size, dtype.np)
-        arr.reshape(a.shape)[...] = a
+        arr.reshape(a.shape)[...] = D.host_values(a, dtype)
         return Tensor._make(Storage.from_host(arr, device), x._shape)
     if x.device == device:
         ct = D.float32 if dtype is D.float16 else (dtype if dtype.is_floating_point else
@@ -467,7 +468,7 @@ def _materialize(x, dtype=None, device=None):
     # across devices: through host memory
     a = x._host_view() if x.device.type != "cpu" else x._host_view()
     if dtype is not x.dtype:
-        a = (a != 0) if dtype is D.bool else a
+        a = (a != 0) if dtype is D.bool else D.host_values(a, dtype)
     arr = np.ascontiguousarray(a, dtype=dtype.np).reshape(-1)
     if device.type == "cpu":
         if x.device.type == "cpu" and np.shares_memory(arr, x._storage.host):
@@ -476,23 +477,54 @@ def _materialize(x, dtype=None, device=None):
     return Tensor._make(Storage.from_host(arr, device), x._shape)
 
 
-def _clone_fwd(ctx, x):
-    return _materialize(x)
+def _relayout(x, fmt):
+    """A copy of x with the dense strides of memory format ``fmt`` (same dtype and device, no autograd)."""
+    out = Tensor._make(Storage.empty(x.numel(), x.dtype, x.device), x._shape, format_strides(x._shape, fmt))
+    return _copy_into(out, x)
 
 
-_clone_op = register("clone", _clone_fwd, lambda ctx, g: (g,))
+def _clone_fwd(ctx, x, fmt=contiguous_format):
+    if fmt is contiguous_format:
+        return _materialize(x)
+    return _relayout(x, fmt)
+
+
+_clone_op = register("clone", _clone_fwd, lambda ctx, g: (g, None))
+
+
+def _target_format(x, mf):
+    """The layout a copy of x takes for ``memory_format=mf``: preserve_format (and None) keeps x's channels_last
+    layout, else contiguous (see ``cltorch._memory_format``)."""
+    if mf is None or mf is preserve_format:
+        return suggest_format(x)
+    if not isinstance(mf, memory_format):
+        raise TypeError(f"memory_format must be a cltorch.memory_format, got {type(mf).__name__}")
+    return mf
 
 
 def clone(x, *, memory_format=None):
-    """A contiguous copy that stays in the graph (gradient passes through)."""
-    return call(_clone_op, x)
+    """A copy that stays in the graph (gradient passes through). ``memory_format``: preserve_format (default:
+    a channels_last input stays channels_last, anything else becomes contiguous), contiguous_format,
+    channels_last (4-d) or channels_last_3d (5-d)."""
+    fmt = _target_format(x, memory_format)
+    if fmt is contiguous_format:
+        return call(_clone_op, x)
+    return call(_clone_op, x, fmt)
 
 
 def contiguous(x, memory_format=None):
-    """Self when already contiguous, else a contiguous copy."""
-    if x.is_contiguous():
+    """Self when already dense in ``memory_format`` (default contiguous_format), else such a copy. Raises
+    RuntimeError for preserve_format, as PyTorch."""
+    if memory_format is None or memory_format is contiguous_format:
+        if x.is_contiguous():
+            return x
+        return call(_clone_op, x)
+    if memory_format is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    fmt = _target_format(x, memory_format)
+    if x.is_contiguous(memory_format=fmt):
         return x
-    return call(_clone_op, x)
+    return call(_clone_op, x, fmt)
 
 
 def _to_fwd(ctx, x, dtype, device):
@@ -521,20 +553,23 @@ def _parse_to(args, kw):
 
 
 def to(x, *args, non_blocking=False, copy=False, **kw):
-    """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(other)``; returns self when nothing changes."""
-    kw.pop("memory_format", None)
+    """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` or ``to(memory_format=...)``; returns
+    self when nothing changes. ``memory_format`` (default preserve_format) lays a copy out as ``clone`` does."""
+    mf = kw.pop("memory_format", None)
     dtype, device = _parse_to(args, kw)
     dtype = D.to_dtype(dtype) if dtype is not None else x.dtype
     device = canonical(device) if device is not None else x.device
-    if dtype is x.dtype and device == x.device and not copy:
-        return x
+    keep = mf is None or mf is preserve_format
+    if dtype is x.dtype and device == x.device:
+        if not copy and (keep or suggest_format(x) is _target_format(x, mf)):
+            return x
+        return clone(x, memory_format=mf)
+    fmt = suggest_format(x) if keep else _target_format(x, mf)
     if x.requires_grad and not dtype.is_floating_point:
-        with_grad = False
+        r = _materialize(x, dtype, device)
     else:
-        with_grad = True
-    if with_grad:
-        return call(_to_op, x, dtype, device)
-    return _materialize(x, dtype, device)
+        r = call(_to_op, x, dtype, device)
+    return r if fmt is contiguous_format else clone(r, memory_format=fmt)
 
 
 def _copy_into(dst, src):
@@ -555,7 +590,7 @@ def _copy_into(dst, src):
         dv = dst._host_view()
         if np.may_share_memory(dv, a):
             a = a.copy()
-        dv[...] = a
+        dv[...] = D.host_values(a, dst.dtype)
         return dst
     if src.device != dst.device:
         if not (src.device.type == "cpu" and src.dim() == 0):
@@ -639,7 +674,8 @@ def _type(self, dtype=None, non_blocking=False):
     if dtype is None:
         return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
                 "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
-                "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor"}[self.dtype.name]
+                "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
+                "bfloat16": "torch.BFloat16Tensor"}[self.dtype.name]
     return to(self, dtype)
 
 
@@ -663,7 +699,8 @@ method("cpu", lambda self: to(self, "cpu"))
 method("cl", lambda self, index=None: to(self, "cl" if index is None else f"cl:{index}"))
 method("cuda", lambda self, *a, **k: to(self, "cuda"))
 for _n, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("long", D.int64),
-                ("int", D.int32), ("short", D.int16), ("char", D.int8), ("byte", D.uint8), ("bool", D.bool)):
+                ("int", D.int32), ("short", D.int16), ("char", D.int8), ("byte", D.uint8), ("bool", D.bool),
+                ("bfloat16", D.bfloat16)):
     method(_n, lambda self, _dt=_dt: to(self, _dt))
 method("new_tensor", lambda self, data, dtype=None, device=None, requires_grad=False: __import__(
     "cltorch").tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad))

@@ -691,11 +691,12 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: move parameters and buffers,
-        casting only floating-point ones to ``dtype``; returns self (Parameter objects are kept).
-        Raises TypeError for a non-floating dtype."""
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``, ``to(memory_format=...)``: move
+        parameters and buffers, casting only floating-point ones to ``dtype`` and laying 4-d and 5-d ones out in
+        ``memory_format`` (as PyTorch: channels_last on a 5-d tensor raises RuntimeError); returns self
+        (Parameter objects are kept). Raises TypeError for a non-floating dtype."""
         non_blocking = kwargs.pop("non_blocking", False)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments: {sorted(kwargs)}")
@@ -718,6 +719,8 @@ class Module:
 
         def convert(t):
             want_dt = dtype if (dtype is not None and t.is_floating_point()) else None
+            if memory_format is not None and t.dim() in (4, 5):
+                return t.to(device=device, dtype=want_dt, non_blocking=non_blocking, memory_format=memory_format)
             return t.to(device=device, dtype=want_dt, non_blocking=non_blocking)
 
         return self._apply(convert)
