@@ -3,10 +3,10 @@
 Floor 7 (DESIGN.md): written only against cltorch's public API. Fused kernels (convolution, pooling,
 padding, softmax, norms, losses, embedding, scaled-dot-product attention) are ops of ``cltorch.ops`` that
 the functions here call, found by name at call time (``_op``), so this file never touches OpenCL.
-Activations without a kernel of their own are composed from pointwise ops with ``where``/``clamp`` so that
-their gradients match PyTorch's at the kinks (e.g. ``hardtanh``'s gradient is 0 at the boundaries, as
-PyTorch's ``hardtanh_backward``). Dropout draws its mask with the Philox generator (``bernoulli_``), so a
-seed gives the same mask on every device.
+The activations (in ``_functional_activation.py``, exported here) are ops of ``cltorch.ops.activations``
+with PyTorch's derivative formulas, including their kinks (e.g. ``hardtanh``'s gradient is 0 at the
+boundaries, as PyTorch's ``hardtanh_backward``), and in-place forms that keep what PyTorch keeps. Dropout
+draws its mask with the Philox generator (``bernoulli_``), so a seed gives the same mask on every device.
 """
 import importlib
 import math
@@ -16,17 +16,20 @@ import warnings
 import numpy as np
 
 import cltorch as torch
+from ._functional_activation import *  # noqa: F401,F403  (the activations)
+from ._functional_activation import _SELU_ALPHA, _SELU_SCALE
 
 __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool2d_with_indices",
     "pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "linear", "bilinear", "threshold",
-    "threshold_", "relu", "relu_", "relu6", "elu", "elu_", "selu", "celu", "leaky_relu", "leaky_relu_", "prelu",
-    "rrelu", "glu", "gelu", "logsigmoid", "hardshrink", "tanhshrink", "softsign", "softplus", "softmin", "softmax",
-    "log_softmax", "softshrink", "tanh", "sigmoid", "hardsigmoid", "silu", "mish", "hardswish", "hardtanh",
-    "hardtanh_", "batch_norm", "instance_norm", "layer_norm", "rms_norm", "group_norm", "normalize", "dropout",
-    "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot", "pairwise_distance",
-    "cosine_similarity", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "threshold_", "relu", "relu_", "relu6", "elu", "elu_", "selu", "selu_", "celu", "celu_", "leaky_relu",
+    "leaky_relu_", "prelu", "rrelu", "rrelu_", "glu", "gelu", "logsigmoid", "hardshrink", "tanhshrink", "softsign",
+    "softplus", "softmin", "softmax", "log_softmax", "softshrink", "tanh", "sigmoid", "hardsigmoid", "silu", "mish",
+    "hardswish", "hardtanh", "hardtanh_", "batch_norm", "instance_norm", "layer_norm", "rms_norm", "group_norm",
+    "normalize", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot",
+    "pairwise_distance", "cosine_similarity", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "huber_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "multilabel_soft_margin_loss", "scaled_dot_product_attention",
@@ -324,158 +327,10 @@ def bilinear(input1, input2, weight, bias=None):
     return y.reshape(tuple(lead) + (out,))
 
 
-# ------------------------------------------------------------------------------------------------ activations
+# ------------------------------------------------------------------------------------------------ softmax (the other
+# activations are in _functional_activation.py)
 def _inplace_result(input, r):  # noqa: A002
     return input.copy_(r)
-
-
-def threshold(input, threshold, value, inplace=False):  # noqa: A002
-    """``x if x > threshold else value``."""
-    r = torch.where(input > threshold, input, value)
-    return _inplace_result(input, r) if inplace else r
-
-
-def threshold_(input, threshold, value):  # noqa: A002
-    return globals()["threshold"](input, threshold, value, True)
-
-
-def relu(input, inplace=False):  # noqa: A002
-    """max(x, 0); gradient 0 at x = 0, as PyTorch."""
-    return input.relu_() if inplace else torch.relu(input)
-
-
-def relu_(input):  # noqa: A002
-    return input.relu_()
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
-    """Clamp to [min_val, max_val]; the gradient is 1 strictly inside and 0 at and beyond the limits
-    (PyTorch's hardtanh_backward)."""
-    if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
-    inside = (input > min_val) & (input < max_val)
-    r = torch.where(inside, input, input.detach().clamp(min_val, max_val))
-    return _inplace_result(input, r) if inplace else r
-
-
-def hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
-    return hardtanh(input, min_val, max_val, True)
-
-
-def relu6(input, inplace=False):  # noqa: A002
-    """min(max(x, 0), 6) = hardtanh(x, 0, 6)."""
-    return hardtanh(input, 0.0, 6.0, inplace)
-
-
-def elu(input, alpha=1.0, inplace=False):  # noqa: A002
-    """``x if x > 0 else alpha * (exp(x) - 1)``."""
-    neg = torch.expm1(input.clamp(max=0.0)) * alpha
-    r = torch.where(input > 0, input, neg)
-    return _inplace_result(input, r) if inplace else r
-
-
-def elu_(input, alpha=1.0):  # noqa: A002
-    return elu(input, alpha, True)
-
-
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def selu(input, inplace=False):  # noqa: A002
-    """``scale * elu(x, alpha)`` with Klambauer et al.'s constants."""
-    r = elu(input, _SELU_ALPHA) * _SELU_SCALE
-    return _inplace_result(input, r) if inplace else r
-
-
-def celu(input, alpha=1.0, inplace=False):  # noqa: A002
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
-    if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
-    neg = torch.expm1(input.clamp(max=0.0) / alpha) * alpha
-    r = torch.where(input > 0, input, neg)
-    return _inplace_result(input, r) if inplace else r
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
-    """``x if x > 0 else negative_slope * x``."""
-    r = torch.where(input > 0, input, input * negative_slope)
-    return _inplace_result(input, r) if inplace else r
-
-
-def leaky_relu_(input, negative_slope=0.01):  # noqa: A002
-    return leaky_relu(input, negative_slope, True)
-
-
-def prelu(input, weight):  # noqa: A002
-    """``x if x > 0 else weight * x``; weight has 1 or C (= input.shape[1]) entries."""
-    w = weight
-    if weight.numel() != 1:
-        if input.dim() < 2 and input.dim() != 1:
-            raise RuntimeError("prelu: weight with more than one entry needs an input with a channel dim")
-        ch = 1 if input.dim() >= 2 else 0
-        if weight.numel() != input.shape[ch]:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                               f"{weight.numel()} and channel size = {input.shape[ch]}.")
-        w = weight.reshape((-1,) + (1,) * (input.dim() - ch - 1))
-    else:
-        w = weight.reshape(())
-    return torch.where(input > 0, input, input * w)
-
-
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
-    """Randomized leaky ReLU: slope ~ U(lower, upper) per element in training, (lower+upper)/2 in eval."""
-    if training:
-        slope = torch.empty_like(input).uniform_(lower, upper)
-        r = torch.where(input >= 0, input, input * slope)
-    else:
-        r = leaky_relu(input, (lower + upper) / 2)
-    return _inplace_result(input, r) if inplace else r
-
-
-def glu(input, dim=-1):  # noqa: A002
-    """``a * sigmoid(b)`` where a, b are the halves of ``input`` along ``dim``."""
-    if input.dim() == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    if input.shape[dim] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
-                           f"{input.shape[dim]}")
-    a, b = input.chunk(2, dim)
-    return a * torch.sigmoid(b)
-
-
-def gelu(input, approximate="none"):  # noqa: A002
-    """``x * Phi(x)`` (exact, erf) or the tanh approximation (``approximate='tanh'``)."""
-    return torch.gelu(input, approximate=approximate)
-
-
-def logsigmoid(input):  # noqa: A002
-    """``log(sigmoid(x)) = -softplus(-x)``, stable for large |x|."""
-    return -torch.softplus(-input)
-
-
-def hardshrink(input, lambd=0.5):  # noqa: A002
-    return torch.where((input > lambd) | (input < -lambd), input, 0.0)
-
-
-def softshrink(input, lambd=0.5):  # noqa: A002
-    """``x - lambd`` above lambd, ``x + lambd`` below -lambd, else 0."""
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return torch.where(input > lambd, input - lambd, torch.where(input < -lambd, input + lambd, 0.0))
-
-
-def tanhshrink(input):  # noqa: A002
-    return input - torch.tanh(input)
-
-
-def softsign(input):  # noqa: A002
-    return input / (input.abs() + 1)
-
-
-def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
-    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
-    return torch.softplus(input, beta, threshold)
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
@@ -490,39 +345,6 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
     return softmax(-input, dim, _stacklevel, dtype)
-
-
-def tanh(input):  # noqa: A002
-    return torch.tanh(input)
-
-
-def sigmoid(input):  # noqa: A002
-    return torch.sigmoid(input)
-
-
-def hardsigmoid(input, inplace=False):  # noqa: A002
-    """``relu6(x + 3) / 6``; gradient 1/6 strictly inside (-3, 3), else 0."""
-    r = relu6(input + 3.0) / 6.0
-    return _inplace_result(input, r) if inplace else r
-
-
-def silu(input, inplace=False):  # noqa: A002
-    """``x * sigmoid(x)``."""
-    return input.silu_() if inplace else torch.silu(input)
-
-
-def mish(input, inplace=False):  # noqa: A002
-    """``x * tanh(softplus(x))``."""
-    return input.mish_() if inplace else torch.mish(input)
-
-
-def hardswish(input, inplace=False):  # noqa: A002
-    """``x * relu6(x + 3) / 6``; gradient 0 up to -3, ``x/3 + 1/2`` strictly inside (-3, 3), 1 from 3 on
-    (PyTorch 2.13's hardswish_backward)."""
-    lo, hi = input <= -3.0, input >= 3.0
-    mid = input * (input + 3.0) / 6.0
-    r = torch.where(hi, input, torch.where(lo, input * 0.0, mid))
-    return _inplace_result(input, r) if inplace else r
 
 
 # ------------------------------------------------------------------------------------------------ normalisation

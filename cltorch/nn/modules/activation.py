@@ -166,10 +166,16 @@ class Hardsigmoid(_Inplace):
     def forward(self, input):  # noqa: A002
         return F.hardsigmoid(input, self.inplace)
 
+    def extra_repr(self):   # PyTorch's repr does not show inplace here
+        return ""
+
 
 class Hardswish(_Inplace):
     def forward(self, input):  # noqa: A002
         return F.hardswish(input, self.inplace)
+
+    def extra_repr(self):   # PyTorch's repr does not show inplace here
+        return ""
 
 
 class Tanh(Module):
