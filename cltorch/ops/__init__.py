@@ -1,3 +1,4 @@
 """Floor 5: one module per op family. Importing this package registers every op and Tensor method."""
 from . import elementwise, reduction, pointwise, reductions, views, creation, getitem, softmax, norms, losses, attention  # noqa: F401
 from . import random, indexing, linalg, joins, sortscan, conv, pool, padding  # noqa: F401
+from . import activations  # noqa: F401
