@@ -15,6 +15,8 @@ depend on it).
 import warnings
 from enum import Enum
 
+import numpy as np
+
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..ops.creation import full
@@ -178,8 +180,9 @@ class GradScaler:
             else:
                 good = self._growth_tracker + 1
                 if good == self._growth_interval:
-                    grown = D.float32.np.type(s * self._growth_factor)
-                    if grown == grown and abs(float(grown)) != float("inf"):
+                    with np.errstate(over="ignore"):
+                        grown = D.float32.np.type(s * self._growth_factor)
+                    if np.isfinite(grown):
                         self._scale.fill_(float(grown))
                     good = 0
                 self._growth_tracker = good
