@@ -14,6 +14,7 @@ from .._tensor import Tensor
 from . import graph as _graph
 from .graph import Node, AccumulateGrad, run_backward, RemovableHandle
 from .gradcheck import gradcheck, gradgradcheck
+from .variable import Variable  # noqa: F401  (torch.autograd.Variable)
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "Function",
            "detect_anomaly", "set_detect_anomaly", "gradcheck", "gradgradcheck", "is_grad_enabled", "Node",
