@@ -418,6 +418,28 @@ class Tensor:
         st.pinned = True
         return Tensor._make(st, self._shape)
 
+    # ------------------------------------------------------------------ shared memory
+    def is_shared(self):
+        """True when this tensor's storage is in shared memory (``share_memory_``, or received from another
+        process through ``cltorch.multiprocessing``). Always False for device (``cl:N``) tensors, which
+        cannot be shared."""
+        return self._storage.shm is not None
+
+    def share_memory_(self):
+        """Moves the storage of this cpu tensor into shared memory, in place, and returns ``self``.
+
+        A no-op when it is shared already. Every view of the storage shares with it; processes that
+        receive the tensor through ``cltorch.multiprocessing`` (``Process`` args, ``Queue``, ``Pipe``,
+        ``Pool``, ``spawn``) map the same memory instead of copying it, so their in-place writes show
+        here. See ``Storage.share_memory_``.
+
+        Raises:
+            RuntimeError: for a device (``cl:N``) tensor: OpenCL cannot share device memory between
+                processes.
+        """
+        self._storage.share_memory_()
+        return self
+
     # ------------------------------------------------------------------ repr
     def __repr__(self):
         return _format(self)

@@ -657,7 +657,11 @@ class Module:
                     p.grad.zero_()
 
     def share_memory(self):
-        return self
+        """Moves every parameter, gradient and buffer into shared memory in place (``Tensor.share_memory_``),
+        so processes started with ``cltorch.multiprocessing`` that receive the module update these very
+        tensors (Hogwild training). Returns self. Raises RuntimeError for a module on an OpenCL device,
+        whose memory cannot be shared between processes."""
+        return self._apply(lambda t: t.share_memory_())
 
     def _apply(self, fn, recurse=True):
         """Apply ``fn`` to every parameter (swapping its data in place, so the object survives), its grad,
