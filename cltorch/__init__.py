@@ -27,6 +27,7 @@ from .ops.softmax import softmax, log_softmax  # noqa: F401
 from .ops.norms import layer_norm, group_norm, batch_norm, instance_norm, rms_norm  # noqa: F401
 from .ops.activations import (relu_, celu, celu_, selu, selu_, threshold, threshold_, rrelu,  # noqa: F401
                               rrelu_)
+from .ops.rnn import lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell  # noqa: F401
 from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled

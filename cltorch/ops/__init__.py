@@ -2,3 +2,4 @@
 from . import elementwise, reduction, pointwise, reductions, views, creation, getitem, softmax, norms, losses, attention  # noqa: F401
 from . import random, indexing, linalg, joins, sortscan, conv, pool, padding  # noqa: F401
 from . import activations  # noqa: F401
+from . import rnn  # noqa: F401
