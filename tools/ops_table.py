@@ -1,6 +1,7 @@
-"""Writes docs/OPS.md: the supported-ops table, generated from cltorch's op registry.
+"""Writes docs/REGISTRY.md: the registered-ops table, generated from cltorch's op registry (docs/OPS.md is the
+OpInfo sweep: tools/opinfo_report.py).
 
-    python tools/ops_table.py [--out docs/OPS.md]
+    python tools/ops_table.py [--out docs/REGISTRY.md]
 
 Each registered op is listed with whether it has a derivative and the module that registers it, followed by
 the public functions of ``cltorch``, ``cltorch.nn.functional`` and the Tensor methods.
@@ -33,7 +34,7 @@ def render():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs", "OPS.md"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs", "REGISTRY.md"))
     args = ap.parse_args()
     text = render()
     d = os.path.dirname(os.path.abspath(args.out))
