@@ -35,6 +35,7 @@ from . import cl
 from . import serialization
 _tensor.set_reducer(lambda t: serialization._reduce_tensor(t))   # how Tensors pickle, set from above floor 4
 from . import nn, optim, utils, cuda, backends, accelerator
+from . import multiprocessing  # noqa: E402  (after nn: registers Parameter/Buffer reductions)
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: F401
 from .serialization import save, load
