@@ -39,6 +39,25 @@ def pair(kind, kw, device, to_torch=False):
     return o.to(device), t
 
 
+def compare_backward(out_o, out_t, st_o, st_t, kind, rng, device, leaves, ours, ref):
+    """States equal; then a loss weighting every output and state element differently gives equal gradients of
+    each (ours, torch's) leaf pair and of every parameter."""
+    sts_t = st_t if kind == "LSTM" else (st_t,)
+    sts_o = st_o if kind == "LSTM" else (st_o,)
+    for a, b in zip(sts_o, sts_t):
+        close(a, b)
+    ws = [rng.standard_normal(tuple(s.shape)).astype(np.float32) for s in (out_t,) + tuple(sts_t)]
+    lt = sum((s * torch.from_numpy(w)).sum() for s, w in zip((out_t,) + tuple(sts_t), ws))
+    lo = sum((s * cltorch.tensor(w, device=device)).sum() for s, w in zip((out_o,) + tuple(sts_o), ws))
+    lt.backward()
+    lo.backward()
+    for a, b in leaves:
+        close(a.grad, b.grad, 5e-5)
+    po, pt = dict(ours.named_parameters()), dict(ref.named_parameters())
+    for k in pt:
+        close(po[k].grad, pt[k].grad, 1e-4)
+
+
 MODES = [("RNN", {}), ("RNN", {"nonlinearity": "relu"}), ("LSTM", {}), ("LSTM", {"proj_size": 3}), ("GRU", {})]
 FLAGS = [dict(bidirectional=False, batch_first=False, init=True), dict(bidirectional=True, batch_first=True, init=False),
          dict(bidirectional=True, batch_first=False, init=True)]
@@ -75,26 +94,8 @@ def test_layer_values_and_grads(kind, kw, flags, device):
     out_o, st_o = ours(X, hx_o)
     assert tuple(out_o.shape) == tuple(out_t.shape)
     close(out_o, out_t)
-    sts_t = st_t if kind == "LSTM" else (st_t,)
-    sts_o = st_o if kind == "LSTM" else (st_o,)
-    for a, b in zip(sts_o, sts_t):
-        close(a, b)
-    # a loss that weights every output element differently
-    w_out = rng.standard_normal(tuple(out_t.shape)).astype(np.float32)
-    ws = [rng.standard_normal(tuple(s.shape)).astype(np.float32) for s in sts_t]
-    lt = (out_t * torch.from_numpy(w_out)).sum() + sum((s * torch.from_numpy(w)).sum() for s, w in zip(sts_t, ws))
-    lo = (out_o * cltorch.tensor(w_out, device=device)).sum() + \
-        sum((s * cltorch.tensor(w, device=device)).sum() for s, w in zip(sts_o, ws))
-    lt.backward()
-    lo.backward()
-    close(X.grad, x.grad, 5e-5)
-    if init:
-        close(H0.grad, h0.grad, 5e-5)
-        if C0 is not None:
-            close(C0.grad, c0.grad, 5e-5)
-    po, pt = dict(ours.named_parameters()), dict(ref.named_parameters())
-    for k in pt:
-        close(po[k].grad, pt[k].grad, 1e-4)
+    leaves = [(X, x)] + ([(H0, h0)] + ([(C0, c0)] if C0 is not None else []) if init else [])
+    compare_backward(out_o, out_t, st_o, st_t, kind, rng, device, leaves, ours, ref)
 
 
 @pytest.mark.parametrize("kind,kw", MODES, ids=["tanh", "relu", "lstm", "lstm_proj", "gru"])
@@ -119,22 +120,8 @@ def test_packed_unequal_lengths(kind, kw, device):
     pad_o, len_o = rnn_utils.pad_packed_sequence(out_o, total_length=T + 1, padding_value=-1.0)
     assert N(len_o).tolist() == len_t.tolist() == lengths
     close(pad_o, pad_t)
-    sts_t = st_t if kind == "LSTM" else (st_t,)
-    sts_o = st_o if kind == "LSTM" else (st_o,)
-    for a, b in zip(sts_o, sts_t):
-        close(a, b)
-    w = rng.standard_normal(tuple(pad_t.shape)).astype(np.float32)
-    lt = (pad_t * torch.from_numpy(w)).sum() + sum((s ** 2).sum() for s in sts_t)
-    lo = (pad_o * cltorch.tensor(w, device=device)).sum() + sum((s ** 2).sum() for s in sts_o)
-    lt.backward()
-    lo.backward()
-    close(X.grad, x.grad, 5e-5)
-    close(H0.grad, h0.grad, 5e-5)
-    if C0 is not None:
-        close(C0.grad, c0.grad, 5e-5)
-    po_, pt_ = dict(ours.named_parameters()), dict(ref.named_parameters())
-    for k in pt_:
-        close(po_[k].grad, pt_[k].grad, 1e-4)
+    leaves = [(X, x), (H0, h0)] + ([(C0, c0)] if C0 is not None else [])
+    compare_backward(pad_o, pad_t, st_o, st_t, kind, rng, device, leaves, ours, ref)
 
 
 def test_unbatched_input(device):
