@@ -14,14 +14,14 @@ import os
 import struct
 import tempfile
 import threading
+from multiprocessing import parent_process
 from pathlib import Path
 
 from mako.lookup import TemplateLookup
 
 from .paths import cache_dir, kernels_dir
 
-__all__ = ["KernelBuildError", "render", "build_program", "save_binaries", "write_binaries_when_built", "stats",
-           "reset_stats"]
+__all__ = ["KernelBuildError", "render", "build_program", "save_binaries", "stats", "reset_stats"]
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "renders": 0}
 _lookup = None
@@ -156,22 +156,18 @@ def build_program(ctx, info, source, options=(), template="<source>"):
     _STATS["builds"] += 1
     if use_disk:
         with _lock:
-            if not _at_exit[1]:
+            if not _at_exit[0]:
                 atexit.register(save_binaries)
-                _at_exit[1] = True
+                _at_exit[0] = True
             _pending[path] = (prg, os.getpid())
-        if not _at_exit[0]:
+        if parent_process() is not None:
+            # A process that multiprocessing started (a DataLoader or pool worker) leaves through os._exit, or is
+            # terminated by its parent: atexit never runs there, so it writes each binary when it builds it.
             save_binaries(quiet=True)
     return prg
 
 
-_at_exit = [True, False]   # [write at exit (else when built), the exit handler is registered]
-
-
-def write_binaries_when_built():
-    """Write each program's binary as soon as it is built, for a process that its parent may terminate instead
-    of letting it exit (a DataLoader worker), so that what it compiled is still cached."""
-    _at_exit[0] = False
+_at_exit = [False]   # the exit handler is registered
 
 
 _pending = {}   # cache path -> (program built from source in this process, pid), written by save_binaries

@@ -5,24 +5,33 @@ Two directions, each with its own owner of the segments (see ``_shm``):
 - :func:`dumps_dataset` (main -> workers, once per worker start): large numpy arrays and cpu-tensor
   storages in the dataset, collate_fn and worker_init_fn are copied once into segments that the main
   process owns; every worker maps them copy-on-write. Views that share a base array keep sharing it.
+  It is cloudpickle's pickler: classes and functions defined in ``__main__`` (a script's body, a notebook,
+  ``python -c``), lambdas and closures travel by value, with the globals they use, so a worker never imports
+  or runs the user's script (see ``_start``); whatever lives in an importable module travels by reference.
 - :func:`dumps_batch` (worker -> main, once per batch): every cpu tensor (and large numpy array) of the
   batch travels as a segment name plus shape, strides and dtype. Tensors that ``default_collate`` built
   directly in a segment (:func:`batch_array`) are not copied again. The main process maps the segment
   and wraps the mapping with ``cltorch.from_numpy``: the batch's storage is the mapping itself, never
   unpickled element by element. When the last view of a mapping dies, its name is handed back to the
-  worker (:func:`take_returns`, :func:`release`), which reuses the segment for a later batch.
+  worker (:func:`take_returns`, :func:`release`), which reuses the segment for a later batch. Classes and
+  functions of ``__main__`` (a batch type defined in the script) travel as their name, found in the main
+  process's ``__main__``, since the worker's copies were rebuilt from their value.
 
 Everything else is pickled as usual (protocol 5).
 """
 import io
 import pickle
+import sys
+import types
 import weakref
 
+import cloudpickle
 import numpy as np
 
 from . import _shm
 
-__all__ = ["dumps_dataset", "dumps_batch", "loads", "batch_array", "discard_batch_segments", "host_view"]
+__all__ = ["dumps_dataset", "dumps_batch", "loads", "batch_array", "discard_batch_segments", "host_view",
+           "find_unpicklable"]
 
 # Arrays smaller than this travel inline in the pickle; the segment's create/map/unlink costs ~30 us.
 _INLINE_BYTES = 1 << 16
@@ -141,7 +150,7 @@ def _shareable(arr):
     return not arr.dtype.hasobject and arr.size > 0 and all(s >= 0 for s in arr.strides)
 
 
-class _DatasetPickler(pickle.Pickler):
+class _DatasetPickler(cloudpickle.Pickler):
     def __init__(self, file, prefix, owned):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self._prefix = prefix
@@ -157,7 +166,7 @@ class _DatasetPickler(pickle.Pickler):
         elif type(obj) is np.ndarray:
             arr, kind, rg = obj, "ndarray", False
         else:
-            return NotImplemented
+            return super().reducer_override(obj)    # classes and functions: by value where they must be
         if arr.nbytes < _INLINE_BYTES or not _shareable(arr):
             return NotImplemented
         root = arr
@@ -282,6 +291,9 @@ class _BatchPickler(pickle.Pickler):
             arr, kind, rg = host_view(obj), "tensor", obj.requires_grad
         elif type(obj) is np.ndarray and obj.nbytes >= _INLINE_BYTES:
             arr, kind, rg = obj, "ndarray", False
+        elif isinstance(obj, (type, types.FunctionType)) and getattr(obj, "__module__", None) == "__main__" \
+                and "<locals>" not in obj.__qualname__:
+            return (_from_main, (obj.__qualname__,))
         else:
             return NotImplemented
         if arr.dtype.hasobject:
@@ -301,6 +313,14 @@ class _BatchPickler(pickle.Pickler):
         return (_rebuild, (seg, 0, dst.shape, dst.strides, dst.dtype, kind, rg))
 
 
+def _from_main(qualname):
+    """The object named ``qualname`` in this process's ``__main__`` (a batch's class defined in the script)."""
+    obj = sys.modules["__main__"]
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def dumps_batch(obj):
     """Pickles a worker's batch. Its segments stay the worker's, lent to the main process until handed
     back with :func:`release`."""
@@ -318,3 +338,97 @@ def dumps_batch(obj):
 
 def loads(data):
     return pickle.loads(data)
+
+
+# ---------------------------------------------------------------------------------------------- diagnosis
+class _ProbePickler(cloudpickle.Pickler):
+    """cloudpickle into nothing, with arrays and cpu tensors (always picklable) left out: for probing."""
+
+    def reducer_override(self, obj):
+        if type(obj) is np.ndarray or isinstance(obj, _tensor_type()):
+            return (int, ())
+        return super().reducer_override(obj)
+
+
+class _Sink:
+    def write(self, b):
+        return len(b)
+
+
+def _fails(obj):
+    try:
+        _ProbePickler(_Sink(), protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    except Exception as e:   # noqa: BLE001 - any failure is what is looked for
+        return e
+    return None
+
+
+def _parts(obj, path):
+    """(path, value) of what pickling ``obj`` pickles inside it, in the order it would."""
+    if isinstance(obj, dict):
+        return [(f"{path}[{k!r}]", v) for k, v in obj.items()]
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [(f"{path}[{i}]", v) for i, v in enumerate(obj)]
+    if isinstance(obj, types.FunctionType):
+        code = obj.__code__
+        out = [(f"{path} (closure variable {n!r})", c.cell_contents)
+               for n, c in zip(code.co_freevars, obj.__closure__ or ()) if c is not None and _has_contents(c)]
+        g = obj.__globals__
+        out += [(f"{path} (global {n!r})", g[n]) for n in code.co_names if n in g]
+        out += [(f"{path} (default {i})", d) for i, d in enumerate(obj.__defaults__ or ())]
+        return out
+    if isinstance(obj, (types.MethodType, types.BuiltinMethodType)) and getattr(obj, "__self__", None) is not None \
+            and not isinstance(obj.__self__, types.ModuleType):
+        return [(f"{path}.__self__", obj.__self__)]
+    if isinstance(obj, type):
+        return [(f"{path}.{k}", v) for k, v in vars(obj).items() if not k.startswith("__")]
+    getstate = getattr(type(obj), "__getstate__", None)
+    if getstate is not None and getstate is not getattr(object, "__getstate__", None):
+        try:
+            state = obj.__getstate__()
+        except Exception:  # noqa: BLE001
+            return []
+        return [(f"{path}.__getstate__()", state)]
+    out = [(f"type({path})", type(obj))]      # a class defined in __main__ travels by value, with its methods
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict):
+        out += [(f"{path}.{k}", v) for k, v in d.items()]
+    for k in getattr(type(obj), "__slots__", ()):
+        if isinstance(k, str) and hasattr(obj, k):
+            out.append((f"{path}.{k}", getattr(obj, k)))
+    return out
+
+
+def _has_contents(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def find_unpicklable(named):
+    """The innermost part of the objects in ``named`` (a list of (name, object)) that cannot be pickled.
+
+    Returns ``(path, object, exception)`` -- e.g. ``("dataset.conn", <socket>, TypeError(...))`` -- or None when
+    everything pickles. The path follows attributes, items, ``__getstate__()`` results, and functions'
+    closure variables, globals and defaults, down to the first object none of whose parts fails."""
+    seen = set()
+    for name, obj in named:
+        err = _fails(obj)
+        if err is None:
+            continue
+        path = name
+        for _ in range(64):
+            seen.add(id(obj))
+            for sub_path, sub in _parts(obj, path):
+                if id(sub) in seen:
+                    continue
+                sub_err = _fails(sub)
+                if sub_err is not None:
+                    path, obj, err = sub_path, sub, sub_err
+                    break
+            else:
+                break
+        return path, obj, err
+    return None

@@ -74,12 +74,14 @@ class ExceptionWrapper:
         self.where = where
 
     def __reduce__(self):
-        try:
-            import pickle
-            pickle.dumps(self.exc_type)
-            exc_type = self.exc_type
-        except Exception:
-            exc_type = None
+        exc_type = self.exc_type
+        # the batch pickler sends a class of the script's __main__ by its name; anything else must pickle here
+        if exc_type.__module__ != "__main__" or "<locals>" in exc_type.__qualname__:
+            try:
+                import pickle
+                pickle.dumps(exc_type)
+            except Exception:
+                exc_type = None
         return (_rebuild_wrapper, (exc_type, self.exc_name, self.exc_msg, self.where))
 
     def reraise(self):
@@ -145,7 +147,9 @@ def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_work
     """Runs in the worker process until it receives ``None`` or its parent dies.
 
     ``payload`` is ``(dataset_kind, dataset, auto_collation, collate_fn, drop_last, worker_init_fn)``, as
-    bytes from :func:`_pickle.dumps_dataset` when ``pickled`` (spawn/forkserver), else the objects (fork).
+    bytes from :func:`_pickle.dumps_dataset` when ``pickled`` (spawn/forkserver: the process was started by
+    ``_start`` without the user's ``__main__``, and what was defined there arrives by value), else the objects
+    (fork).
     Tasks are ``(generation, index, sampler indices, names of segments handed back)``; messages to the main
     process are ``(generation, index, data)`` pickled by :func:`_pickle.dumps_batch`. Batch segments are
     named ``<prefix>w<worker_id>_<n>``.
@@ -156,9 +160,6 @@ def _worker_loop(payload, pickled, index_queue, result_conn, worker_id, num_work
 
     # Ctrl-C reaches the whole process group; the main process handles it and shuts the workers down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # a worker may be terminated at shutdown: kernels it compiles are cached when built, not at exit
-    from ...backend import program
-    program.write_binaries_when_built()
     parent = parent_process()
 
     def send(msg):

@@ -17,7 +17,7 @@ import weakref
 
 import cltorch
 
-from . import _pickle, _shm
+from . import _pickle, _shm, _start
 from ._collate import default_collate, default_convert
 from ._pin import pin_memory as _pin_memory
 from ._worker import (MP_STATUS_CHECK_INTERVAL, ExceptionWrapper, _IterableDatasetStopIteration,
@@ -159,7 +159,8 @@ class DataLoader:
 
     An exception in a worker is re-raised in the main process with the worker's id and traceback. A
     worker that dies (killed by a signal, ``os._exit``, out of memory) raises a RuntimeError naming the
-    worker, its pid and exit code as soon as the main process waits for data (each wait watches the
+    worker, its pid, exit code and what that code suggests (only SIGKILL points at the out-of-memory
+    killer) as soon as the main process waits for data (each wait watches the
     workers' process sentinels, so there is no polling delay). ``timeout > 0`` raises RuntimeError when
     no batch arrives within that many seconds.
 
@@ -181,11 +182,17 @@ class DataLoader:
     DataLoader here). So in a transform prefer numpy, or few large tensor ops. Indexing, views and
     collation never touch OpenCL in a worker.
 
-    As with ``spawn`` in PyTorch, a script needs the ``if __name__ == "__main__":`` guard, and the
-    dataset, ``collate_fn`` and ``worker_init_fn`` must be picklable (no lambdas, no classes defined in an
-    interactive session). With ``multiprocessing_context="fork"`` pure data loading works, and a dataset
-    that computes on cpu tensors gets cltorch's RuntimeError about OpenCL in a forked child, re-raised here
-    with the worker's traceback, instead of a hang.
+    **No ``if __name__ == "__main__":`` guard needed.** A worker never imports or runs the user's
+    ``__main__`` (spawn and forkserver would run a script's top level again in each child: see ``_start``).
+    The dataset, ``collate_fn`` and ``worker_init_fn`` go to the workers through cloudpickle: what is defined
+    in ``__main__`` (a script's body, a notebook, ``python -c``), lambdas, closures and local classes travel
+    by value with the globals they use; what lives in an importable module travels by reference. A batch
+    may hold instances of classes of the script's ``__main__``; they are rebuilt with the main process's
+    class. What cannot be pickled at all (a lock, a socket, an open connection) raises the pickling error's
+    type, naming the object's path (e.g. ``dataset.conn``) and the fix, before any worker starts. With
+    ``multiprocessing_context="fork"`` pure data loading works, and a dataset that computes on cpu tensors
+    gets cltorch's RuntimeError about OpenCL in a forked child, re-raised here with the worker's traceback,
+    instead of a hang.
 
     ``pin_memory=True`` runs a thread that receives the batches and copies them with
     ``Tensor.pin_memory()`` into page-locked OpenCL host buffers (``CL_MEM_ALLOC_HOST_PTR``), so
@@ -441,6 +448,21 @@ def _exit_text(code):
     return text
 
 
+def _exit_cause(code):
+    """What a worker's exit status says about why it ended (a Python exception never gets here: the worker
+    sends it, with its traceback, as an ExceptionWrapper)."""
+    if code == -signal.SIGKILL:
+        return ("SIGKILL is what the out-of-memory killer sends (the kernel log, `dmesg`, says so when it did): "
+                "lower batch_size, prefetch_factor or num_workers, or keep less in the dataset; or something else "
+                "killed the worker.")
+    if code is not None and code < 0:
+        return "A signal ended it: a crash in native code (SIGSEGV, SIGBUS, SIGABRT) or a kill from outside."
+    if code is not None and code > 0:
+        return ("It ended itself (sys.exit or os._exit in the dataset, collate_fn or worker_init_fn), or failed "
+                "before it could report an error: any traceback it printed is on stderr above.")
+    return "It left before it was asked to (code 0: sys.exit(0) or os._exit(0) in the dataset?)."
+
+
 class _Workers:
     """The processes, pipes and shared-memory names of one multi-process iterator, and their cleanup.
 
@@ -519,8 +541,7 @@ class _Workers:
         p = self.procs[wid]
         p.join(timeout=5.0)
         raise RuntimeError(f"DataLoader worker {wid} (pid {p.pid}) exited unexpectedly with "
-                           f"{_exit_text(p.exitcode)}. A worker killed by SIGKILL was often stopped by the "
-                           "out-of-memory killer; a negative code is the signal that killed it.")
+                           f"{_exit_text(p.exitcode)}. {_exit_cause(p.exitcode)}")
 
     def wake(self):
         try:
@@ -615,6 +636,28 @@ class _Workers:
                 pass
 
 
+def _raise_unpicklable(exc, method, dataset, collate_fn, worker_init_fn):
+    """Re-raises ``exc`` (a failure to pickle the workers' payload) naming the part that cannot be pickled and
+    the fix; same exception type where it takes one message, else the original with the text as a note."""
+    found = _pickle.find_unpicklable([("dataset", dataset), ("collate_fn", collate_fn),
+                                      ("worker_init_fn", worker_init_fn)])
+    if found is None:    # not a pickling problem (e.g. no room for the shared-memory segments)
+        raise exc
+    path, obj, exc = found
+    what = f"{path} (a {type(obj).__module__}.{type(obj).__qualname__})"
+    msg = (f"DataLoader workers (started by {method}) receive the dataset, collate_fn and worker_init_fn pickled, "
+           f"and {what} cannot be pickled: {type(exc).__name__}: {exc}. Keep such objects out of what the workers "
+           "receive: open files, sockets, locks, connections and processes in the worker instead (lazily in "
+           "__getitem__, or in worker_init_fn), or give the object's owner __getstate__/__setstate__ that drop "
+           "and re-create them; or use num_workers=0.")
+    try:
+        new = type(exc)(msg)
+    except Exception:  # noqa: BLE001 - a type that does not take one message
+        exc.add_note(msg)
+        raise exc from None
+    raise new from exc
+
+
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
@@ -632,19 +675,15 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             try:
                 payload, res.owned = _pickle.dumps_dataset(payload, res.prefix)
             except Exception as e:
-                if hasattr(e, "add_note"):
-                    e.add_note(f"DataLoader workers started by {ctx.get_start_method()} receive the dataset, "
-                               "collate_fn and worker_init_fn pickled: define them at module level (no lambdas or "
-                               "local classes), or use num_workers=0.")
-                raise
+                _raise_unpicklable(e, ctx.get_start_method(), self._dataset, self._collate_fn, self._worker_init_fn)
         try:
             for wid in range(self._num_workers):
                 iq = ctx.Queue()
                 iq.cancel_join_thread()
                 reader, writer = ctx.Pipe(duplex=False)
-                w = ctx.Process(target=_worker_loop, name=f"cltorch DataLoader worker {wid}",
-                                args=(payload, not forked, iq, writer, wid, self._num_workers, self._base_seed,
-                                      res.prefix))
+                w = _start.worker_process(ctx, target=_worker_loop, name=f"cltorch DataLoader worker {wid}",
+                                          args=(payload, not forked, iq, writer, wid, self._num_workers,
+                                                self._base_seed, res.prefix))
                 w.daemon = True
                 w.start()
                 writer.close()   # the worker holds the only write end: its death shows as EOF
