@@ -275,3 +275,20 @@ def test_torch_global_without_counterpart_is_named():
     torch.save({"g": torch.fx.Graph}, b)
     with pytest.raises(pickle.UnpicklingError, match=r"torch\.fx\.graph\.Graph, which has no cltorch counterpart"):
         cltorch.load(io.BytesIO(b.getvalue()), weights_only=False)
+
+
+def test_tensor_attributes_survive_both_ways():
+    t = cltorch.arange(3.0)
+    t.note = "mine"
+    p = cnn.Parameter(cltorch.ones(2))
+    p.tag = 7
+    o, raw = _roundtrip({"t": t, "p": p})                  # weights_only=True allows these rebuilds
+    assert o["t"].note == "mine" and o["t"].tolist() == [0.0, 1.0, 2.0]
+    assert isinstance(o["p"], cnn.Parameter) and o["p"].tag == 7 and o["p"].requires_grad
+    torch = pytest.importorskip("torch")
+    ot = torch.load(io.BytesIO(raw))
+    assert ot["t"].note == "mine" and ot["p"].tag == 7 and isinstance(ot["p"], torch.nn.Parameter)
+    b = io.BytesIO()
+    torch.save(ot, b)
+    back = cltorch.load(io.BytesIO(b.getvalue()))
+    assert back["t"].note == "mine" and back["p"].tag == 7 and back["t"].tolist() == [0.0, 1.0, 2.0]

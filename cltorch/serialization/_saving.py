@@ -6,7 +6,9 @@ written under), with these objects written the way torch writes them:
 
 - a tensor: ``torch._utils._rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad,
   OrderedDict())``; a Parameter wraps that in ``torch._utils._rebuild_parameter(tensor, requires_grad,
-  OrderedDict())``; a storage is the persistent id ``("storage", torch.<Type>Storage, key, "cpu", numel)``;
+  OrderedDict())`` (``_rebuild_parameter_with_state`` / ``torch._tensor._rebuild_from_type_v2`` when Python
+  attributes were set on it); a tensor subclass other than Parameter is written as its base class; a
+  storage is the persistent id ``("storage", torch.<Type>Storage, key, "cpu", numel)``;
 - a dtype: the global ``torch.<name>``; a device: ``torch.device(str)``; ``cltorch.Size``: ``torch.Size(tuple)``;
 - a cltorch global (a Module or Optimizer class, a function): its torch name (see ``_names``), so that torch
   loads a whole cltorch model as the corresponding torch classes.
@@ -26,6 +28,11 @@ from types import FunctionType
 from .. import _dtype as D
 from . import _names, _zip_writer
 from ._format import _STORAGE_NAME, _parameter_class
+
+
+# what the autograd engine keeps in a tensor's __dict__ (autograd/graph.py: the cached AccumulateGrad node):
+# not the user's attributes, never saved
+_ENGINE_ATTRS = ("_acc",)
 
 
 class _Global:
@@ -135,10 +142,16 @@ class _Pickler(pickle._Pickler):
         args = (rec[2], t._offset, tuple(int(s) for s in t._shape), tuple(int(s) for s in t._stride),
                 bool(t.requires_grad) and not param, collections.OrderedDict())
         rebuild = self._g("torch._utils", "_rebuild_tensor_v2")
-        if not param:
+        state = {k: v for k, v in getattr(t, "__dict__", {}).items() if k not in _ENGINE_ATTRS} or None
+        if param:
+            if state is None:
+                return self._g("torch._utils", "_rebuild_parameter"), (_Reduced(rebuild, args), bool(t.requires_grad),
+                                                                      collections.OrderedDict())
+            return self._g("torch._utils", "_rebuild_parameter_with_state"), (
+                _Reduced(rebuild, args), bool(t.requires_grad), collections.OrderedDict(), state)
+        if state is None:
             return rebuild, args
-        return self._g("torch._utils", "_rebuild_parameter"), (_Reduced(rebuild, args), bool(t.requires_grad),
-                                                              collections.OrderedDict())
+        return self._g("torch._tensor", "_rebuild_from_type_v2"), (rebuild, self._g("torch", "Tensor"), args, state)
 
 
 def _storage_bytes(st):
