@@ -216,7 +216,13 @@ def lbfgs_pair(kwargs, x0, dtype):
 
 @pytest.mark.parametrize("kwargs", [dict(line_search_fn="strong_wolfe"),
                                     dict(line_search_fn="strong_wolfe", history_size=3, max_iter=7),
-                                    dict(lr=0.05, max_iter=10), dict(lr=0.1, history_size=2, max_iter=5)])
+                                    dict(lr=0.05, max_iter=10), dict(lr=0.1, history_size=2, max_iter=5),
+                                    # a short first step: the line search extrapolates (cubic with bounds)
+                                    dict(lr=1e-3, line_search_fn="strong_wolfe", max_iter=6),
+                                    # a long first step: Armijo fails and zoom shrinks the bracket
+                                    dict(lr=30.0, line_search_fn="strong_wolfe", max_iter=6),
+                                    # too few evaluations: the line search stops at max_ls
+                                    dict(lr=1e-3, line_search_fn="strong_wolfe", max_iter=4, max_eval=6)])
 def test_lbfgs_rosenbrock_iterates_match_torch(kwargs):
     cx, tx, copt, topt, cc, tc, counts = lbfgs_pair(kwargs, [-1.5, 2.0], np.float64)
     for k in range(4):
@@ -466,3 +472,42 @@ def test_update_bn_matches_torch():
     h = [np.asarray(b, np.float64) @ np_of(cm[0].weight).T.astype(np.float64) + np_of(cm[0].bias) for b in batches]
     np.testing.assert_allclose(np_of(cm[1].running_mean), np.mean([a.mean(0) for a in h], 0), rtol=1e-4,
                                atol=1e-5)
+
+
+def wiggly(x):
+    """A 1-D-along-d test function with several local minima: sum(sin(3x) + 0.05 x^2 + 0.01 x^4), and its
+    gradient (float64 numpy)."""
+    return float(np.sum(np.sin(3 * x) + 0.05 * x ** 2 + 0.01 * x ** 4)), 3 * np.cos(3 * x) + 0.1 * x + 0.04 * x ** 3
+
+
+@pytest.mark.parametrize("t0", [1e-3, 0.05, 0.3, 1.0, 4.0, 25.0])
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("max_ls", [25, 3])
+def test_strong_wolfe_line_search_matches_torch(t0, seed, max_ls):
+    from cltorch.optim.lbfgs import _strong_wolfe
+    from torch.optim.lbfgs import _strong_wolfe as torch_strong_wolfe
+    rng = np.random.default_rng(seed)
+    x0 = rng.standard_normal(3) * 2
+    f0, g0 = wiggly(x0)
+    d = -g0 * rng.uniform(0.2, 2.0, 3)          # a descent direction, not the gradient's
+    evals = {"cl": [], "torch": []}
+
+    def phi(t):
+        evals["cl"].append(t)
+        f, g = wiggly(x0 + t * d)
+        gc = cl_of(g)
+        return f, gc, float(np.dot(g, d))
+
+    def obj(x, t, dt):
+        evals["torch"].append(float(t))
+        f, g = wiggly(x0 + float(t) * d)
+        return f, torch.tensor(g)
+
+    f, g, t, n = _strong_wolfe(phi, t0, f0, cl_of(g0), float(np.dot(g0, d)), float(np.abs(d).max()), max_ls=max_ls)
+    tf, tg, tt, tn = torch_strong_wolfe(obj, torch.tensor(x0), t0, torch.tensor(d), f0, torch.tensor(g0),
+                                        torch.tensor(g0).dot(torch.tensor(d)), max_ls=max_ls)
+    np.testing.assert_allclose(evals["cl"], evals["torch"], rtol=1e-10)
+    assert n == tn
+    assert float(t) == pytest.approx(float(tt), rel=1e-10)
+    assert f == pytest.approx(float(tf), rel=1e-12)
+    np.testing.assert_allclose(np_of(g), tg.numpy(), rtol=1e-12)
