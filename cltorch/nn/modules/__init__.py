@@ -1,7 +1,7 @@
 """The layer classes of ``cltorch.nn`` (PyTorch's ``torch.nn.modules``)."""
 from .module import Module, RemovableHandle, register_module_forward_hook, register_module_forward_pre_hook  # noqa
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Container  # noqa
-from .linear import Identity, Linear, Bilinear, NonDynamicallyQuantizableLinear  # noqa
+from .linear import Identity, Linear, Bilinear  # noqa  (NonDynamicallyQuantizableLinear stays in .linear, as in torch)
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa
 from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa
                       AdaptiveMaxPool2d)
