@@ -318,3 +318,12 @@ def test_gradcheck_layer(mode, device):
                 return tuple(t for t in o if t is not None)
             args = (x, hx, cx, w_hh, b_hh, w_hr)
             assert cltorch.autograd.gradcheck(f, args)
+
+
+@pytest.mark.parametrize("kind,kw", [("LSTM", {}), ("GRU", {}), ("LSTM", {"proj_size": 3})], ids=["lstm", "gru", "proj"])
+def test_transposed_step_gemm(kind, kw, device, monkeypatch):
+    """Large steps run the recurrent GEMM as (W_hh @ h^T)^T: the same results through that path."""
+    import cltorch.ops.rnn as ops_rnn
+    monkeypatch.setattr(ops_rnn, "_SWAP_MACS", 0)
+    test_packed_unequal_lengths(kind, kw, device)
+    test_layer_values_and_grads(kind, kw, FLAGS[0], device)
