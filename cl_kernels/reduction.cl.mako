@@ -6,7 +6,15 @@
 ##   work-item (o, ch) of M*C reduces elements ch, ch+C, ch+2C... of output o (interleaved, so loads coalesce)
 ##   arg_in: the input already holds (value, index) partials (second stage of an arg reduction)
 ##   rk / rr: ranks of the kept and the reduced dims; last: write finished values (else raw partials)
+##   float sums (combine "a + b", float accumulator) add in blocks of BLK: each work-item's sequential sum of n
+##   terms becomes n/BLK block sums plus one sum of those, so its rounding error grows as n/BLK + BLK instead of n
+##   (PyTorch's CPU sums are cascaded for the same reason; a long row summed in one order was 5-30x further from
+##   the float64 sum than torch's)
 <%namespace name="c" file="common.cl.mako"/>
+<%
+    blocked = combine.replace(" ", "") == "a+b" and acc_type == "float" and not arg
+    BLK = 32
+%>
 ${c.preamble(types)}
 __kernel void red(__global ${out_type}* out, long out_off
 % if arg:
@@ -41,7 +49,14 @@ __kernel void red(__global ${out_type}* out, long out_off
     base += id * kst${d};
 % endfor
     ${acc_type}${vw} a = (${acc_type}${vw})(${identity});
+% if blocked:
+    for (long rb = 0; rb < R; rb += ${BLK}) {
+    long re = rb + ${BLK} < R ? rb + ${BLK} : R;
+    ${acc_type}${vw} s = (${acc_type}${vw})(0);
+    for (long r = rb; r < re; ++r) {
+% else:
     for (long r = 0; r < R; ++r) {
+% endif
         long p = base, rr_ = r, jd;
 % for d in reversed(range(rr)):
 % if d > 0:
@@ -53,8 +68,16 @@ __kernel void red(__global ${out_type}* out, long out_off
 % endfor
         ${map_type}${vw} x = *(__global const ${map_type}${vw}*)(in + p);
         ${acc_type}${vw} b = ${map_expr};
+% if blocked:
+        s += b;
+% else:
         a = ${combine};
+% endif
     }
+% if blocked:
+    a += s;
+    }
+% endif
     ${acc_type}${vw} acc = a;
     *(__global ${out_type}${vw}*)(out + out_off + o) = ${finish};
 }
@@ -74,6 +97,7 @@ __kernel void red(__global ${out_type}* out, long out_off
 % if arg:
     long ai = -1;
 % endif
+<% sblk = blocked and vmode != "inner" %>
 % if vmode == "inner":
 ## vector mode "inner": contiguous reduced rows (rr == 1, rst0 == 1, C == 1): vw lanes of partial results,
 ## combined at the end, then a scalar tail
@@ -81,12 +105,27 @@ __kernel void red(__global ${out_type}* out, long out_off
     long r0 = ch * clen, rend = r0 + clen < R ? r0 + clen : R;
     {
         ${acc_type}${vw} av = (${acc_type}${vw})(${identity});
+% if blocked:
+        while (r0 + ${vw} <= rend) {
+        long re = r0 + ${BLK * vw} < rend ? r0 + ${BLK * vw} : rend;
+        ${acc_type}${vw} sv = (${acc_type}${vw})(0);
+        for (; r0 + ${vw} <= re; r0 += ${vw}) {
+% else:
         for (; r0 + ${vw} <= rend; r0 += ${vw}) {
+% endif
             ${map_type}${vw} x = *(__global const ${map_type}${vw}*)(in + base + r0);
             ${acc_type}${vw} b = ${map_expr};
+% if blocked:
+            sv += b;
+% else:
             ${acc_type}${vw} a = av;
             av = ${combine};
+% endif
         }
+% if blocked:
+        av += sv;
+        }
+% endif
         ${acc_type} lanes[${vw}];
         *(${acc_type}${vw}*)lanes = av;
         for (int l = 0; l < ${vw}; ++l) {
@@ -98,9 +137,23 @@ __kernel void red(__global ${out_type}* out, long out_off
     for (long r = r0; r < rend; ++r, ++p) {
 % elif rr == 1:
     long p = base + ch * rst0, pstep = C * rst0;
+% if sblk:
+    for (long rb = ch; rb < R; rb += C * ${BLK}) {
+    long re = rb + C * ${BLK} < R ? rb + C * ${BLK} : R;
+    ${acc_type} s = 0;
+    for (long r = rb; r < re; r += C, p += pstep) {
+% else:
     for (long r = ch; r < R; r += C, p += pstep) {
+% endif
+% else:
+% if sblk:
+    for (long rb = ch; rb < R; rb += C * ${BLK}) {
+    long re = rb + C * ${BLK} < R ? rb + C * ${BLK} : R;
+    ${acc_type} s = 0;
+    for (long r = rb; r < re; r += C) {
 % else:
     for (long r = ch; r < R; r += C) {
+% endif
         long p = base, rr_ = r, jd;
 % for d in reversed(range(rr)):
 % if d > 0:
@@ -120,10 +173,16 @@ __kernel void red(__global ${out_type}* out, long out_off
         long bi = r;
 % endif
         if (ai < 0 || (${better})) { a = b; ai = bi; }
+% elif sblk:
+        s += b;
 % else:
         a = ${combine};
 % endif
     }
+% if sblk:
+    a += s;
+    }
+% endif
 % if last:
     ${acc_type} acc = a;
     out[out_off + gid] = (${out_type})(${finish});
