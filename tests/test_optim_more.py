@@ -191,27 +191,24 @@ def rosenbrock(x):
     return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
 
 
+def closure_for(opt, x, counts=None, key=None):
+    """The usual LBFGS closure for ``rosenbrock(x)``; counts its calls in ``counts[key]`` when given."""
+    def closure():
+        if counts is not None:
+            counts[key] += 1
+        opt.zero_grad()
+        loss = rosenbrock(x)
+        loss.backward()
+        return loss
+    return closure
+
+
 def lbfgs_pair(kwargs, x0, dtype):
     cx = cl_of(np.array(x0, dtype=dtype), requires_grad=True)
     tx = torch.tensor(np.array(x0, dtype=dtype), requires_grad=True)
     copt, topt = optim.LBFGS([cx], **kwargs), torch.optim.LBFGS([tx], **kwargs)
     counts = {"cl": 0, "torch": 0}
-
-    def cclosure():
-        counts["cl"] += 1
-        copt.zero_grad()
-        loss = rosenbrock(cx)
-        loss.backward()
-        return loss
-
-    def tclosure():
-        counts["torch"] += 1
-        topt.zero_grad()
-        loss = rosenbrock(tx)
-        loss.backward()
-        return loss
-
-    return cx, tx, copt, topt, cclosure, tclosure, counts
+    return cx, tx, copt, topt, closure_for(copt, cx, counts, "cl"), closure_for(topt, tx, counts, "torch"), counts
 
 
 @pytest.mark.parametrize("kwargs", [dict(line_search_fn="strong_wolfe"),
@@ -240,13 +237,7 @@ def test_lbfgs_strong_wolfe_converges_to_rosenbrock_minimum(device):
     x = cl_of(np.array([-1.2, 1.0], dtype=np.float64), device, True)
     opt = optim.LBFGS([x], max_iter=200, line_search_fn="strong_wolfe", tolerance_grad=1e-12,
                       tolerance_change=1e-14)
-
-    def closure():
-        opt.zero_grad()
-        loss = rosenbrock(x)
-        loss.backward()
-        return loss
-
+    closure = closure_for(opt, x)
     for _ in range(3):
         opt.step(closure)
     np.testing.assert_allclose(np_of(x), [1.0, 1.0], atol=1e-6)
@@ -321,23 +312,13 @@ def test_lbfgs_state_dict_round_trip_and_from_torch():
     nx = cl_of(np_of(tx), requires_grad=True)
     new = optim.LBFGS([nx], **kw)
     new.load_state_dict(_torch_to_cl(topt.state_dict()))
-
-    def nclosure():
-        new.zero_grad()
-        loss = rosenbrock(nx)
-        loss.backward()
-        return loss
+    nclosure = closure_for(new, nx)
 
     # and cltorch's state dict into a fresh torch optimizer
     ty2 = torch.tensor(np_of(cx), requires_grad=True)
     tnew = torch.optim.LBFGS([ty2], **kw)
     tnew.load_state_dict(_cl_to_torch(copt.state_dict()))
-
-    def t2closure():
-        tnew.zero_grad()
-        loss = rosenbrock(ty2)
-        loss.backward()
-        return loss
+    t2closure = closure_for(tnew, ty2)
 
     for _ in range(2):
         new.step(nclosure)

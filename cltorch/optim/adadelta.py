@@ -1,9 +1,7 @@
 """Adadelta (``torch.optim.Adadelta``)."""
-import cltorch as torch
-
 from ._common import check_lr, check_modes, check_nonneg, scalar
-from ._composed import check_real, effective_grad
-from .optimizer import Optimizer, _as_step, _bump_step, _zeros_like
+from ._composed import composed_step, effective_grad
+from .optimizer import Optimizer, _zeros_like
 
 __all__ = ["Adadelta"]
 
@@ -46,25 +44,24 @@ class Adadelta(Optimizer):
 
     def step(self, closure=None):
         """One Adadelta step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        with torch.no_grad():
-            for group in self.param_groups:
-                lr = scalar(group["lr"])
-                rho = scalar(group["rho"])
-                eps = scalar(group["eps"])
-                wd = scalar(group["weight_decay"])
-                for p, g in self._grads_of(group):
-                    check_real("Adadelta", p)
-                    st = self.state[p]
-                    if len(st) == 0:
-                        st["step"] = _as_step(0.0)
-                        st["square_avg"] = _zeros_like(p)
-                        st["acc_delta"] = _zeros_like(p)
-                    _bump_step(st["step"])
-                    g = effective_grad(p, g, group["maximize"], wd)
-                    v, u = st["square_avg"], st["acc_delta"]
-                    v.mul_(rho).addcmul_(g, g, value=1 - rho)
-                    delta = u.add(eps).sqrt_().div_(v.add(eps).sqrt_()).mul_(g)
-                    u.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-                    p.add_(delta, alpha=-lr)
-        return loss
+        return composed_step(self, closure)
+
+    @staticmethod
+    def _hyper(group):
+        return dict(lr=scalar(group["lr"]), rho=scalar(group["rho"]), eps=scalar(group["eps"]),
+                    wd=scalar(group["weight_decay"]), maximize=group["maximize"])
+
+    @staticmethod
+    def _init_state(p, g, group, st):
+        st["square_avg"] = _zeros_like(p)
+        st["acc_delta"] = _zeros_like(p)
+
+    @staticmethod
+    def _update(p, g, st, h, t):
+        rho, eps = h["rho"], h["eps"]
+        g = effective_grad(p, g, h["maximize"], h["wd"])
+        v, u = st["square_avg"], st["acc_delta"]
+        v.mul_(rho).addcmul_(g, g, value=1 - rho)
+        delta = u.add(eps).sqrt_().div_(v.add(eps).sqrt_()).mul_(g)
+        u.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+        p.add_(delta, alpha=-h["lr"])

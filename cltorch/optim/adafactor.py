@@ -4,8 +4,8 @@ import math
 import cltorch as torch
 
 from ._common import check_modes, scalar
-from ._composed import check_real
-from .optimizer import Optimizer, _as_step, _bump_step, _zeros_like
+from ._composed import composed_step
+from .optimizer import Optimizer, _zeros_like
 
 __all__ = ["Adafactor"]
 
@@ -61,44 +61,43 @@ class Adafactor(Optimizer):
 
     def step(self, closure=None):
         """One Adafactor step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        with torch.no_grad():
-            for group in self.param_groups:
-                lr = scalar(group["lr"])
-                decay = scalar(group["beta2_decay"])
-                eps1, eps2 = group["eps"]
-                clip = scalar(group["d"])
-                wd = scalar(group["weight_decay"])
-                for p, g in self._grads_of(group):
-                    check_real("Adafactor", p)
-                    st = self.state[p]
-                    if len(st) == 0:
-                        st["step"] = _as_step(0.0)
-                        if g.dim() > 1:
-                            st["row_var"] = g.new_zeros(list(g.shape[:-1]) + [1])
-                            st["col_var"] = g.new_zeros(list(g.shape[:-2]) + [1, g.shape[-1]])
-                        else:
-                            st["variance"] = _zeros_like(p)
-                    if group["maximize"]:
-                        g = torch.neg(g)
-                    e1 = torch.finfo(p.dtype).eps if eps1 is None else eps1
-                    t = _bump_step(st["step"])
-                    w = t ** decay                       # 1 - beta2_t
-                    rho = min(lr, 1 / t ** 0.5)
-                    alpha = max(eps2, p.norm(2).item() / math.sqrt(p.numel())) * rho
-                    if wd != 0:
-                        p.mul_(1 - lr * wd)
-                    if g.dim() > 1:
-                        row, col = st["row_var"], st["col_var"]
-                        gg = g.mul(g)
-                        row.lerp_(gg.mean(dim=-1, keepdim=True), w)
-                        col.lerp_(gg.mean(dim=-2, keepdim=True), w)
-                        v = torch.matmul(row, col).div_(row.mean(dim=-2, keepdim=True).clamp_(min=e1))
-                    else:
-                        var = st["variance"]
-                        var.lerp_(g.mul(g), w)
-                        v = var.clone()
-                    u = v.clamp_(min=e1 * e1).rsqrt_().mul_(g)
-                    denom = max(1.0, u.norm(2).item() / (math.sqrt(u.numel()) * clip))
-                    p.add_(u, alpha=-alpha / denom)
-        return loss
+        return composed_step(self, closure)
+
+    @staticmethod
+    def _hyper(group):
+        return dict(lr=scalar(group["lr"]), decay=scalar(group["beta2_decay"]), eps=group["eps"],
+                    d=scalar(group["d"]), wd=scalar(group["weight_decay"]), maximize=group["maximize"])
+
+    @staticmethod
+    def _init_state(p, g, group, st):
+        if g.dim() > 1:
+            st["row_var"] = g.new_zeros(list(g.shape[:-1]) + [1])
+            st["col_var"] = g.new_zeros(list(g.shape[:-2]) + [1, g.shape[-1]])
+        else:
+            st["variance"] = _zeros_like(p)
+
+    @staticmethod
+    def _update(p, g, st, h, t):
+        lr, wd = h["lr"], h["wd"]
+        eps1, eps2 = h["eps"]
+        if h["maximize"]:
+            g = torch.neg(g)
+        e1 = torch.finfo(p.dtype).eps if eps1 is None else eps1
+        w = t ** h["decay"]                       # 1 - beta2_t
+        rho = min(lr, 1 / t ** 0.5)
+        alpha = max(eps2, p.norm(2).item() / math.sqrt(p.numel())) * rho
+        if wd != 0:
+            p.mul_(1 - lr * wd)
+        if g.dim() > 1:
+            row, col = st["row_var"], st["col_var"]
+            gg = g.mul(g)
+            row.lerp_(gg.mean(dim=-1, keepdim=True), w)
+            col.lerp_(gg.mean(dim=-2, keepdim=True), w)
+            v = torch.matmul(row, col).div_(row.mean(dim=-2, keepdim=True).clamp_(min=e1))
+        else:
+            var = st["variance"]
+            var.lerp_(g.mul(g), w)
+            v = var.clone()
+        u = v.clamp_(min=e1 * e1).rsqrt_().mul_(g)
+        denom = max(1.0, u.norm(2).item() / (math.sqrt(u.numel()) * h["d"]))
+        p.add_(u, alpha=-alpha / denom)

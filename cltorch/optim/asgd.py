@@ -2,20 +2,11 @@
 import cltorch as torch
 
 from ._common import check_lr, check_modes, check_nonneg, scalar
-from ._composed import check_real, effective_grad
-from .optimizer import Optimizer, _as_step, _bump_step, _step_value, _zeros_like
+from ._composed import composed_step, effective_grad
+from .nadam import _set_counter as _set_scalar   # writes a 0-d state tensor in place
+from .optimizer import Optimizer, _step_value, _zeros_like
 
 __all__ = ["ASGD"]
-
-
-def _set_scalar(t, value):
-    """Write ``value`` into the 0-d state tensor ``t`` in place (rounded to its dtype, as PyTorch's copy_)."""
-    st = t._storage
-    if st.host is not None:
-        st.host[t._offset] = value
-        st.version += 1
-    else:
-        t.fill_(value)
 
 
 class ASGD(Optimizer):
@@ -56,32 +47,30 @@ class ASGD(Optimizer):
 
     def step(self, closure=None):
         """One ASGD step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        with torch.no_grad():
-            for group in self.param_groups:
-                lr = scalar(group["lr"])
-                lambd = scalar(group["lambd"])
-                alpha = scalar(group["alpha"])
-                t0 = scalar(group["t0"])
-                wd = scalar(group["weight_decay"])
-                for p, g in self._grads_of(group):
-                    check_real("ASGD", p)
-                    st = self.state[p]
-                    if len(st) == 0:
-                        st["step"] = _as_step(0.0)
-                        st["eta"] = torch.tensor(lr, dtype=torch.float32)
-                        st["mu"] = torch.tensor(1.0, dtype=torch.float32)
-                        st["ax"] = _zeros_like(p)
-                    t = _bump_step(st["step"])
-                    g = effective_grad(p, g, group["maximize"], wd)
-                    eta = _step_value(st["eta"])
-                    mu = _step_value(st["mu"])
-                    p.mul_(1 - lambd * eta).add_(g, alpha=-eta)
-                    ax = st["ax"]
-                    if mu != 1:
-                        ax.add_(p.sub(ax).mul_(mu))
-                    else:
-                        ax.copy_(p)
-                    _set_scalar(st["eta"], lr / ((1 + lambd * lr * t) ** alpha))
-                    _set_scalar(st["mu"], 1 / max(1, t - t0))
-        return loss
+        return composed_step(self, closure)
+
+    @staticmethod
+    def _hyper(group):
+        return dict(lr=scalar(group["lr"]), lambd=scalar(group["lambd"]), alpha=scalar(group["alpha"]),
+                    t0=scalar(group["t0"]), wd=scalar(group["weight_decay"]), maximize=group["maximize"])
+
+    @staticmethod
+    def _init_state(p, g, group, st):
+        st["eta"] = torch.tensor(scalar(group["lr"]), dtype=torch.float32)
+        st["mu"] = torch.tensor(1.0, dtype=torch.float32)
+        st["ax"] = _zeros_like(p)
+
+    @staticmethod
+    def _update(p, g, st, h, t):
+        lr, lambd = h["lr"], h["lambd"]
+        g = effective_grad(p, g, h["maximize"], h["wd"])
+        eta = _step_value(st["eta"])
+        mu = _step_value(st["mu"])
+        p.mul_(1 - lambd * eta).add_(g, alpha=-eta)
+        ax = st["ax"]
+        if mu != 1:
+            ax.add_(p.sub(ax).mul_(mu))
+        else:
+            ax.copy_(p)
+        _set_scalar(st["eta"], lr / ((1 + lambd * lr * t) ** h["alpha"]))
+        _set_scalar(st["mu"], 1 / max(1, t - h["t0"]))

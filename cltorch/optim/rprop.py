@@ -2,8 +2,8 @@
 import cltorch as torch
 
 from ._common import check_lr, check_modes, scalar
-from ._composed import check_real, effective_grad
-from .optimizer import Optimizer, _as_step, _bump_step, _full_like, _zeros_like
+from ._composed import composed_step, effective_grad
+from .optimizer import Optimizer, _full_like, _zeros_like
 
 __all__ = ["Rprop"]
 
@@ -43,25 +43,26 @@ class Rprop(Optimizer):
 
     def step(self, closure=None):
         """One Rprop step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        with torch.no_grad():
-            for group in self.param_groups:
-                etaminus, etaplus = (scalar(e) for e in group["etas"])
-                lo, hi = (scalar(s) for s in group["step_sizes"])
-                for p, g in self._grads_of(group):
-                    check_real("Rprop", p)
-                    st = self.state[p]
-                    if len(st) == 0:
-                        st["step"] = _as_step(0.0)
-                        st["prev"] = _zeros_like(p)
-                        st["step_size"] = _full_like(p, scalar(group["lr"]))
-                    _bump_step(st["step"])
-                    g = effective_grad(p, g, group["maximize"])
-                    prev, size = st["prev"], st["step_size"]
-                    s = g.mul(prev).sign_()
-                    factor = torch.where(s > 0, etaplus, torch.where(s < 0, etaminus, 1.0))
-                    size.mul_(factor.to(dtype=size.dtype)).clamp_(lo, hi)
-                    g = torch.where(s < 0, torch.zeros_like(g), g)
-                    p.addcmul_(g.sign(), size, value=-1)
-                    prev.copy_(g)
-        return loss
+        return composed_step(self, closure)
+
+    @staticmethod
+    def _hyper(group):
+        etaminus, etaplus = (scalar(e) for e in group["etas"])
+        lo, hi = (scalar(s) for s in group["step_sizes"])
+        return dict(etaminus=etaminus, etaplus=etaplus, lo=lo, hi=hi, maximize=group["maximize"])
+
+    @staticmethod
+    def _init_state(p, g, group, st):
+        st["prev"] = _zeros_like(p)
+        st["step_size"] = _full_like(p, scalar(group["lr"]))
+
+    @staticmethod
+    def _update(p, g, st, h, t):
+        g = effective_grad(p, g, h["maximize"])
+        prev, size = st["prev"], st["step_size"]
+        s = g.mul(prev).sign_()
+        factor = torch.where(s > 0, h["etaplus"], torch.where(s < 0, h["etaminus"], 1.0))
+        size.mul_(factor.to(dtype=size.dtype)).clamp_(h["lo"], h["hi"])
+        g = torch.where(s < 0, torch.zeros_like(g), g)
+        p.addcmul_(g.sign(), size, value=-1)
+        prev.copy_(g)
