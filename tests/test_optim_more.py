@@ -492,3 +492,24 @@ def test_strong_wolfe_line_search_matches_torch(t0, seed, max_ls):
     assert float(t) == pytest.approx(float(tt), rel=1e-10)
     assert f == pytest.approx(float(tf), rel=1e-12)
     np.testing.assert_allclose(np_of(g), tg.numpy(), rtol=1e-12)
+
+
+def test_adagrad_share_memory_shares_its_sums():
+    """Adagrad.share_memory moves every ``sum`` state to shared memory (torch's behaviour), and a step keeps
+    updating that same shared storage."""
+    import cltorch
+    p = cltorch.nn.Parameter(cltorch.ones(4))
+    opt = cltorch.optim.Adagrad([p], lr=0.1, initial_accumulator_value=0.5)
+    assert not opt.state[p]["sum"].is_shared()
+    opt.share_memory()
+    s = opt.state[p]["sum"]
+    assert s.is_shared()
+    p.grad = cltorch.full((4,), 2.0)
+    opt.step()
+    assert opt.state[p]["sum"] is s and s.is_shared()
+    np.testing.assert_allclose(s.numpy(), np.full(4, 4.5, np.float32))
+
+
+def test_adamw_module_path():
+    from cltorch.optim.adamw import AdamW
+    assert AdamW is cltorch.optim.AdamW

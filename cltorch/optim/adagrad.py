@@ -46,7 +46,11 @@ class Adagrad(Optimizer):
     _group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
 
     def share_memory(self):
-        """PyTorch moves the ``sum`` states to shared memory; cltorch tensors need no such step."""
+        """Moves every ``sum`` state to shared memory, as PyTorch does, so that processes sharing the model
+        (Hogwild) also share the accumulators. Raises RuntimeError for states on an OpenCL device."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"].share_memory_()
 
     def step(self, closure=None):
         """One Adagrad step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
