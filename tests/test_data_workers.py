@@ -1,7 +1,8 @@
 """cltorch.utils.data with worker processes: arithmetic in workers, shared-memory batches, order, seeding,
 sharding, failures (exception, kill, exit, timeout), leak-free shutdown, pinning, persistent workers.
 
-Datasets live at module level so that forkserver workers can unpickle them. References are numpy.
+Datasets live at module level, so they travel to the workers by reference (test_data_workers_main.py covers
+those of a script's __main__, sent by value). References are numpy.
 """
 import gc
 import mmap
