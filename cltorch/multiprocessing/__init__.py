@@ -28,16 +28,17 @@ from .spawn import (ProcessContext, ProcessException, ProcessExitedException, Pr
                     SpawnContext, spawn, start_processes)
 
 
-def _configure_forkserver(ctx):
-    """Preloads cltorch (import only, no OpenCL) in the fork server instead of the user's ``__main__``, so the
-    server never runs user code that might use OpenCL (its forked children would hang). Left alone when the
-    server already runs or the user set a preload list."""
+def _configure_forkserver(ctx, preload=("cltorch",)):
+    """Preloads ``preload`` (cltorch by default: imports only, no OpenCL) in the fork server instead of the
+    user's ``__main__``, so the server never runs user code that might use OpenCL (its forked children would
+    hang on PoCL) and a child starts in milliseconds instead of re-importing numpy, pyopencl and cltorch.
+    Left alone when the server already runs or the user set a preload list."""
     try:
         from multiprocessing import forkserver
         server = forkserver._forkserver
         if getattr(server, "_forkserver_pid", None) is None and \
                 getattr(server, "_preload_modules", None) == ["__main__"]:
-            ctx.set_forkserver_preload(["cltorch"])
+            ctx.set_forkserver_preload(list(preload))
     except (ImportError, AttributeError):  # pragma: no cover
         pass
 

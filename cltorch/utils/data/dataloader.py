@@ -16,6 +16,7 @@ import warnings
 import weakref
 
 import cltorch
+from ...multiprocessing import _configure_forkserver
 
 from . import _pickle, _shm, _start
 from ._collate import default_collate, default_convert
@@ -98,27 +99,9 @@ def _default_context():
     """forkserver where the platform has it, else spawn (never fork: see the DataLoader docstring)."""
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        _configure_forkserver(ctx)
+        _configure_forkserver(ctx, preload=("cltorch", "cltorch.utils.data"))
         return ctx
     return mp.get_context("spawn")
-
-
-def _configure_forkserver(ctx):
-    """Preloads cltorch (import only, no OpenCL) in the fork server instead of the user's ``__main__``.
-
-    The server forks every worker. Preloading cltorch makes a worker start in milliseconds instead of
-    re-importing numpy, pyopencl and cltorch. Not preloading ``__main__`` keeps user code (which might
-    use OpenCL at module level, e.g. build a model) out of the server: a child forked from a process that
-    used OpenCL hangs on PoCL. Left alone when the server already runs or the user set a preload list.
-    """
-    try:
-        from multiprocessing import forkserver
-        server = forkserver._forkserver
-        if getattr(server, "_forkserver_pid", None) is None and \
-                getattr(server, "_preload_modules", None) == ["__main__"]:
-            ctx.set_forkserver_preload(["cltorch", "cltorch.utils.data"])
-    except (ImportError, AttributeError):  # pragma: no cover
-        pass
 
 
 class DataLoader:
