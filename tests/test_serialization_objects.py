@@ -292,3 +292,19 @@ def test_tensor_attributes_survive_both_ways():
     torch.save(ot, b)
     back = cltorch.load(io.BytesIO(b.getvalue()))
     assert back["t"].note == "mine" and back["p"].tag == 7 and back["t"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_transformer_layer_with_function_attributes_loads_in_torch():
+    """A whole TransformerEncoderLayer (it holds ``F.relu`` as its ``activation`` and a MultiheadAttention whose
+    out_proj is NonDynamicallyQuantizableLinear) saved by cltorch loads in torch and computes the same."""
+    torch = pytest.importorskip("torch")
+    cltorch.manual_seed(0)
+    m = cnn.TransformerEncoderLayer(8, 2, 16, dropout=0.0).eval()
+    buf = io.BytesIO()
+    cltorch.save(m, buf)
+    buf.seek(0)
+    t = torch.load(buf, weights_only=False).eval()
+    assert type(t) is torch.nn.TransformerEncoderLayer and t.activation is torch.nn.functional.relu
+    x = np.random.default_rng(0).standard_normal((3, 2, 8)).astype(np.float32)
+    np.testing.assert_allclose(to_np(m(cltorch.from_numpy(x))), t(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)

@@ -18,6 +18,19 @@ import numpy as np
 import cltorch as torch
 from ._functional_activation import *  # noqa: F401,F403  (the activations)
 from ._functional_activation import _SELU_ALPHA, _SELU_SCALE
+from . import _functional_activation as _fa
+
+
+def _adopt(module):
+    """The functions ``module`` defines are ``cltorch.nn.functional``'s, as in torch: a pickled reference to one
+    (e.g. a TransformerEncoderLayer's ``activation``) names this public module, so it loads in torch too."""
+    for _name in getattr(module, "__all__", ()):
+        _fn = getattr(module, _name)
+        if callable(_fn) and getattr(_fn, "__module__", None) == module.__name__:
+            _fn.__module__ = __name__
+
+
+_adopt(_fa)
 
 __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
