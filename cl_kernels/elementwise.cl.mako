@@ -5,6 +5,7 @@
 ##   "bfloat16" (storage or compute type) is held as ushort bit patterns and computed in float: widened exactly on
 ##   load, rounded to nearest even on store (NaN stores as 0x7FC0, as PyTorch's scalar conversion).
 <%namespace name="c" file="common.cl.mako"/>
+<%namespace name="sm" file="special_math.cl.mako"/>
 <%!
 def ctype(t):
     return "float" if t == "bfloat16" else t
@@ -27,6 +28,9 @@ inline ushort bf16_store(float f) {
     if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)0x7fc0;
     return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+% endif
+% if "sm_" in expr:
+${sm.helpers(types)}
 % endif
 <% nt = [i for i, o in enumerate(operands) if o[0] == "t"] %>
 __kernel void ew(__global ${ptype(out_type)}* out, long out_off

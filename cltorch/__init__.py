@@ -21,6 +21,7 @@ from .ops.random import *  # noqa: F401,F403
 from .ops.indexing import *  # noqa: F401,F403
 from .ops.joins import *  # noqa: F401,F403
 from .ops.sortscan import *  # noqa: F401,F403
+from .ops.special_math import *  # noqa: F401,F403
 from .ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .ops.pool import max_pool1d, max_pool2d, avg_pool1d  # noqa: F401
 from .ops.softmax import softmax, log_softmax  # noqa: F401
@@ -33,6 +34,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled
 from . import cl
 from . import serialization
+from . import special  # noqa: E402
 _tensor.set_reducer(lambda t: serialization._reduce_tensor(t))   # how Tensors pickle, set from above floor 4
 from . import nn, optim, utils, cuda, backends, accelerator
 from . import multiprocessing  # noqa: E402  (after nn: registers Parameter/Buffer reductions)

@@ -1,0 +1,26 @@
+"""``torch.special``: special functions, exported from the op modules (``cltorch/ops/special_math.py`` and the
+pointwise, softmax and reduction ops). Shapes follow the input (pointwise, broadcasting for the binary ones);
+integer inputs compute in the default float dtype. See each op's docstring for its method and source."""
+from ..ops.pointwise import erf, erfc, sigmoid as expit, exp2, expm1, log1p, round  # noqa: F401,A004
+from ..ops.special_math import (erfinv, logit, xlogy, xlog1py, lgamma as gammaln, digamma, psi, polygamma,  # noqa
+                                multigammaln, i0, i0e, i1, i1e, ndtr, ndtri, log_ndtr, sinc, entr, erfcx, zeta)
+from ..ops.softmax import softmax as _softmax, log_softmax as _log_softmax
+from ..ops.reductions import logsumexp  # noqa: F401
+
+modified_bessel_i0 = i0
+modified_bessel_i1 = i1
+
+__all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma", "psi", "polygamma",
+           "multigammaln", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "sinc", "entr", "erfcx",
+           "log_softmax", "softmax", "logsumexp", "round", "exp2", "expm1", "log1p", "zeta",
+           "modified_bessel_i0", "modified_bessel_i1"]
+
+
+def softmax(input, dim, *, dtype=None):  # noqa: A002
+    """softmax along ``dim`` (``dtype``: cast the input first), as ``torch.special.softmax``."""
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):  # noqa: A002
+    """log-softmax along ``dim`` (``dtype``: cast the input first), as ``torch.special.log_softmax``."""
+    return _log_softmax(input, dim, dtype=dtype)
