@@ -152,7 +152,8 @@ def _copysign_bw(ctx, g):
 
 
 copysign = defbinary("copysign", "copysign(x0, x1)", rule="float", backward=_copysign_bw)
-nextafter = defbinary("nextafter", "nextafter(x0, x1)", rule="float")
+nextafter = defbinary("nextafter", "nextafter(x0, x1)", rule="float", inplace=False,
+                      backward=lambda ctx, g: (g, g * 0 if _is_t(_g(ctx)[1]) else None))
 zeta = defbinary("special_zeta", "sm_zeta_f(x0, x1)", rule="float", inplace=False)
 gcd = defbinary("gcd", "sm_gcd_f(x0, x1)", rule="int")
 lcm = defbinary("lcm", "sm_lcm_f(x0, x1)", rule="int")
