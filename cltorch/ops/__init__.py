@@ -3,4 +3,4 @@ from . import elementwise, reduction, pointwise, reductions, views, creation, ge
 from . import random, indexing, linalg, joins, sortscan, conv, pool, padding  # noqa: F401
 from . import activations  # noqa: F401
 from . import rnn  # noqa: F401
-from . import special_math, compare, shape_ops  # noqa: F401
+from . import special_math, compare, shape_ops, statistics  # noqa: F401
