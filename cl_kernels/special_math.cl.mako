@@ -14,7 +14,8 @@
 ##  - erfcx: exp(x^2) erfc(x) directly below a threshold, the asymptotic series 1/(x sqrt(pi)) sum (-1)^k
 ##    (2k-1)!! / (2x^2)^k above it (A&S 7.1.23).
 ##  - ndtri: sqrt(2) erfinv(2p-1) with Giles' w computed from p as -log(4p(1-p)) (no cancellation in the
-##    tails); double refines with two Newton steps on ndtr.
+##    tails); double refines with two Newton steps on ndtr. Beyond Giles' range (w > 16, p < ~1e-7) the
+##    start is A&S 26.2.23, refined by Newton steps on log(ndtr).
 <%def name="helpers(types)">
 <% variants = [("float", "f", "f", "FLT_EPSILON", 9)] + ([("double", "d", "", "DBL_EPSILON", 14)] if "double" in types else []) %>
 % for T, S, L, EPS, ZM in variants:
@@ -24,7 +25,7 @@ inline ${T} sm_digamma_${S}(${T} x) {
     ${T} res = 0;
     if (x < 0) {
         if (x == floor(x)) return (${T})NAN;
-        res = -M_PI_${"F" if S == "f" else ""} / tanpi(x);
+        res = -${"M_PI_F" if S == "f" else "M_PI"} / tanpi(x);
         x = 1 - x;
     }
     while (x < 10) { res -= 1 / x; x += 1; }
@@ -92,16 +93,6 @@ inline ${T} sm_erfinv_${S}(${T} x) {
     return y;
 }
 inline ${T} sm_ndtr_${S}(${T} x) { return 0.5${L} * erfc(-x * 0.70710678118654752${L}); }
-inline ${T} sm_ndtri_${S}(${T} p) {
-    if (isnan(p) || p < 0 || p > 1) return (${T})NAN;
-    if (p == 0) return -(${T})INFINITY;
-    if (p == 1) return (${T})INFINITY;
-    ${T} y = 1.4142135623730951${L} * sm_erfinv_core_${S}(2 * p - 1, -log(4 * p * (1 - p)));
-% if S == "d":
-    for (int it = 0; it < 2; it++) y -= (sm_ndtr_d(y) - p) / (0.3989422804014327 * exp(-0.5 * y * y));
-% endif
-    return y;
-}
 inline ${T} sm_erfcx_${S}(${T} x) {
     if (isnan(x)) return x;
     if (x < ${"4" if S == "f" else "10"}) return exp(x * x) * erfc(x);
@@ -113,6 +104,28 @@ inline ${T} sm_erfcx_${S}(${T} x) {
 inline ${T} sm_log_ndtr_${S}(${T} x) {
     if (x < -1) { ${T} t = -x * 0.70710678118654752${L}; return log(0.5${L} * sm_erfcx_${S}(t)) - t * t; }
     return log1p(-0.5${L} * erfc(x * 0.70710678118654752${L}));
+}
+inline ${T} sm_ndtri_${S}(${T} p) {
+    if (isnan(p) || p < 0 || p > 1) return (${T})NAN;
+    if (p == 0) return -(${T})INFINITY;
+    if (p == 1) return (${T})INFINITY;
+    ${T} w = -log(4 * p * (1 - p));
+    if (w > 16) {   /* beyond Giles' range: A&S 26.2.23 start, Newton steps on log(ndtr) */
+        ${T} pl = p < 0.5${L} ? p : 1 - p;
+        ${T} t = sqrt(-2 * log(pl));
+        ${T} y = -(t - (2.515517${L} + t * (0.802853${L} + t * 0.010328${L}))
+                   / (1 + t * (1.432788${L} + t * (0.189269${L} + t * 0.001308${L}))));
+        for (int it = 0; it < 4; it++) {
+            ${T} ln = sm_log_ndtr_${S}(y);
+            y -= (ln - log(pl)) / (0.3989422804014327${L} * exp(-0.5${L} * y * y - ln));
+        }
+        return p < 0.5${L} ? y : -y;
+    }
+    ${T} y = 1.4142135623730951${L} * sm_erfinv_core_${S}(2 * p - 1, w);
+% if S == "d":
+    for (int it = 0; it < 2; it++) y -= (sm_ndtr_d(y) - p) / (0.3989422804014327 * exp(-0.5 * y * y));
+% endif
+    return y;
 }
 /* I_nu(|x|) * exp(-|x|), nu = 0 or 1 (the sign of x is applied by the callers) */
 inline ${T} sm_bessel_ie_${S}(int nu, ${T} x) {
@@ -129,7 +142,7 @@ inline ${T} sm_bessel_ie_${S}(int nu, ${T} x) {
         sum += term;
         if (fabs(term) < ${EPS} * sum) break;
     }
-    return sum / sqrt(2 * M_PI_${"F" if S == "f" else ""} * x);
+    return sum / sqrt(2 * ${"M_PI_F" if S == "f" else "M_PI"} * x);
 }
 inline ${T} sm_i0_${S}(${T} x) {
     if (isnan(x)) return x;
@@ -149,7 +162,7 @@ inline ${T} sm_i1e_${S}(${T} x) { if (isnan(x)) return x; ${T} r = sm_bessel_ie_
 inline ${T} sm_sinc_${S}(${T} x) {
     if (x == 0) return 1;
     if (isinf(x)) return 0;
-    return sinpi(x) / (M_PI_${"F" if S == "f" else ""} * x);
+    return sinpi(x) / (${"M_PI_F" if S == "f" else "M_PI"} * x);
 }
 inline ${T} sm_entr_${S}(${T} x) {
     if (isnan(x)) return x;

@@ -126,8 +126,9 @@ def _pnorm_last(diff, p):
     if p == 0:   # a count: zero gradient, but differentiable as PyTorch's
         return (diff != 0).to(diff.dtype).sum(-1) + (diff * 0).sum(-1)
     a = diff.abs()
-    if p == math.inf:
-        return a.amax(-1)
+    if p == math.inf:   # PyTorch's gradient: the full sign to every element attaining the max (no splitting)
+        m = a.detach().amax(-1)
+        return m + ((a - a.detach()) * (a.detach() == m.unsqueeze(-1))).sum(-1)
     s = (a * a).sum(-1) if p == 2 else (a ** p).sum(-1) if p != 1 else a.sum(-1)
     if p == 1:
         return s
