@@ -426,3 +426,99 @@ if not hasattr(Tensor, "H"):
     Tensor.H = property(lambda self: self.T)
 if not hasattr(Tensor, "adjoint"):
     Tensor.adjoint = lambda self: self.mT
+
+
+# ----------------------------------------------------------------------------- *_scatter: out of place embeddings
+def _embed_last(x, src, positions):
+    """x (..., L) with the entries at ``positions`` (host ints, len k) taken from src (..., k): one index_select
+    over cat([x, src], -1), so gradients flow to both."""
+    from .joins import cat
+    L = x._shape[-1]
+    idx = np.arange(L, dtype=np.int64)
+    idx[np.asarray(positions, dtype=np.int64)] = L + np.arange(len(positions), dtype=np.int64)
+    return cat([x, src.to(x.dtype)], -1).index_select(-1, _creation().tensor(idx, device=x.device))
+
+
+def select_scatter(input, src, dim, index):  # noqa: A002
+    """A copy of input whose ``select(dim, index)`` slice is ``src`` (src has that slice's shape)."""
+    d = input._wrap(dim)
+    L = input._shape[d]
+    i = index + L if index < 0 else index
+    if not 0 <= i < L:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size {list(input._shape)} at "
+                         f"dimension {dim}")
+    exp = input._shape[:d] + input._shape[d + 1:]
+    if tuple(src._shape) != tuple(exp):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src._shape)}, "
+                           f"slice size = {list(exp)}")
+    return _embed_last(input.movedim(d, -1), src.unsqueeze(d).movedim(d, -1), [i]).movedim(-1, d)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
+    """A copy of input whose slice ``start:end:step`` along ``dim`` is ``src``."""
+    d = input._wrap(dim)
+    pos = list(range(input._shape[d]))[slice(start, end, step)]
+    exp = input._shape[:d] + (len(pos),) + input._shape[d + 1:]
+    if tuple(src._shape) != tuple(exp):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src._shape)}, "
+                           f"slice size = {list(exp)}")
+    return _embed_last(input.movedim(d, -1), src.movedim(d, -1), pos).movedim(-1, d)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """A copy of input whose ``diagonal(offset, dim1, dim2)`` is ``src``."""
+    d1, d2 = input._wrap(dim1), input._wrap(dim2)
+    x = input.movedim([d1, d2], [-2, -1])
+    R, C = x._shape[-2:]
+    rows = np.arange(max(0, -offset), R)
+    cols = rows + offset
+    keep = cols < C
+    rows, cols = rows[keep], cols[keep]
+    exp = tuple(input.diagonal(offset, dim1, dim2)._shape)
+    if tuple(src._shape) != exp:
+        raise RuntimeError(f"expected src to have a size equal to the diagonal of self. src size = "
+                           f"{list(src._shape)}, diagonal size = {list(exp)}")
+    flat = _embed_last(x.reshape(*x._shape[:-2], R * C), src, rows * C + cols)
+    return flat.reshape(*x._shape).movedim([-2, -1], [d1, d2])
+
+
+def unravel_index(indices, shape):
+    """The coordinates (a tuple of int64 tensors of indices' shape) of flat ``indices`` in a tensor of ``shape``;
+    out-of-range indices raise RuntimeError (one device read)."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if not isinstance(indices, Tensor):
+        indices = _creation().tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype is D.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    n = int(np.prod(shape)) if shape else 1
+    if indices.numel() and ((indices < -n) | (indices >= n)).any().item():
+        raise RuntimeError("'indices' must be in range [-numel(shape), numel(shape) - 1] where numel(shape) = "
+                           f"{n}")
+    idx = indices.long() % n if n else indices.long()
+    out = []
+    for s in reversed(shape):
+        out.append(idx % s)
+        idx = idx // s
+    return tuple(reversed(out))
+
+
+def combinations(input, r=2, with_replacement=False):  # noqa: A002
+    """The length-r combinations of a 1-d tensor's elements, as rows of an (N, r) tensor (itertools' order)."""
+    import itertools
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return _creation().zeros(0, dtype=input.dtype, device=input.device)
+    gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    combos = np.array(list(gen(range(input._shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    idx = _creation().tensor(combos.reshape(-1), device=input.device)
+    return input.index_select(0, idx).reshape(-1, r)
+
+
+__all__ += ["select_scatter", "slice_scatter", "diagonal_scatter", "unravel_index", "combinations"]
+for _n in ("select_scatter", "slice_scatter", "diagonal_scatter"):
+    method(_n, globals()[_n])
