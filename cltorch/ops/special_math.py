@@ -213,3 +213,30 @@ def rsub(input, other, *, alpha=1):  # noqa: A002
 
 
 method("rsub", rsub)
+
+
+def frexp(input, *, out=None):  # noqa: A002
+    """(mantissa, exponent) with input = mantissa * 2**exponent, |mantissa| in [0.5, 1) (0, inf and NaN keep
+    exponent 0). Exponent is int32; the mantissa is input / 2**exponent (exact), differentiable through it.
+    Floating input only (RuntimeError)."""
+    import collections
+    from .elementwise import pointwise
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    ct = D.float32 if input.dtype in (D.float16, D.bfloat16) else input.dtype
+    e = pointwise("((x0 == 0 || isinf(x0) || isnan(x0)) ? 0 : ilogb(x0) + 1)", [input.detach()], D.int32, ct)
+    m = input / e.to(input.dtype).exp2()
+    res = _FREXP(m, e)
+    if out is not None:
+        out[0].copy_(m)
+        out[1].copy_(e)
+        return _FREXP(*out)
+    return res
+
+
+_FREXP = __import__("collections").namedtuple("frexp", ["mantissa", "exponent"])
+method("frexp", frexp)
+__all__ += ["frexp"]
+spherical_bessel_j0 = defunary("special_spherical_bessel_j0", "(x0 == 0 ? 1.0f : (isinf(x0) ? 0.0f : sin(x0) / x0))",
+                               "float", inplace=False,
+                               backward=lambda a, o, g: g * where(a == 0, 0.0, (a.cos() - o) / a))

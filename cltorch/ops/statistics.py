@@ -365,3 +365,38 @@ for _n in ("nansum", "nanmean", "quantile", "nanquantile", "logcumsumexp", "dist
            "cov", "corrcoef"):
     method(_n, globals()[_n])
 method("renorm_", lambda self, p, dim, maxnorm: self.copy_(renorm(self, p, dim, maxnorm)))
+
+
+_MODE = __import__("collections").namedtuple("mode", ["values", "indices"])
+
+
+def mode(input, dim=-1, keepdim=False):  # noqa: A002
+    """(values, indices): the most frequent value along ``dim`` (the smallest among ties) and the index of its
+    last occurrence, as PyTorch's CPU result. The indices are found on the host (one device read); the values
+    are gathered from input, so they are differentiable."""
+    nd = input.dim()
+    d = input._wrap(dim) if nd else 0
+    x = input.movedim(d, -1) if nd else input.reshape(1)
+    a = x.detach().cpu().numpy()
+    flat = a.reshape(-1, a.shape[-1]) if a.size else a.reshape(-1, max(a.shape[-1], 1))[:0]
+    if a.shape[-1] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
+    idx = np.empty(flat.shape[0], dtype=np.int64)
+    for r, row in enumerate(flat):
+        vals, counts = np.unique(row, return_counts=True)   # sorted: argmax picks the smallest among ties
+        v = vals[np.argmax(counts)]
+        hits = np.nonzero((row == v) | (np.isnan(row) & np.isnan(v)))[0]
+        idx[r] = hits[-1]
+    it = _c().tensor(idx.reshape(a.shape[:-1] + (1,)), device=input.device)
+    vals = x.gather(-1, it)
+    if nd:
+        vals, it = vals.movedim(-1, d), it.movedim(-1, d)
+        if not keepdim:
+            vals, it = vals.squeeze(d), it.squeeze(d)
+    else:
+        vals, it = vals.reshape(()), it.reshape(())
+    return _MODE(vals, it)
+
+
+method("mode", mode)
+__all__ += ["mode"]

@@ -3,7 +3,8 @@ pointwise, softmax and reduction ops). Shapes follow the input (pointwise, broad
 integer inputs compute in the default float dtype. See each op's docstring for its method and source."""
 from ..ops.pointwise import erf, erfc, sigmoid as expit, exp2, expm1, log1p, round  # noqa: F401,A004
 from ..ops.special_math import (erfinv, logit, xlogy, xlog1py, lgamma as gammaln, digamma, psi, polygamma,  # noqa
-                                multigammaln, i0, i0e, i1, i1e, ndtr, ndtri, log_ndtr, sinc, entr, erfcx, zeta)
+                                multigammaln, i0, i0e, i1, i1e, ndtr, ndtri, log_ndtr, sinc, entr, erfcx, zeta,
+                                spherical_bessel_j0)
 from ..ops.softmax import softmax as _softmax, log_softmax as _log_softmax
 from ..ops.reductions import logsumexp  # noqa: F401
 
@@ -13,7 +14,7 @@ modified_bessel_i1 = i1
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma", "psi", "polygamma",
            "multigammaln", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "sinc", "entr", "erfcx",
            "log_softmax", "softmax", "logsumexp", "round", "exp2", "expm1", "log1p", "zeta",
-           "modified_bessel_i0", "modified_bessel_i1"]
+           "modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"]
 
 
 def softmax(input, dim, *, dtype=None):  # noqa: A002
