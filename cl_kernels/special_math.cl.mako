@@ -182,6 +182,78 @@ inline ${T} sm_logaddexp2_${S}(${T} a, ${T} b) {
     ${T} m = fmax(a, b);
     return m + log1p(exp2(-fabs(a - b))) * 1.4426950408889634${L};
 }
+/* orthogonal polynomials of integer degree n (n < 0 gives 0): three-term recurrences (A&S 22.7); for the
+   Chebyshev kinds with |x| < 1 and n > 6 the trigonometric forms (A&S 22.3.15-16), as PyTorch's */
+inline ${T} sm_cheb_${S}(${T} x, ${T} nf, int kind) {
+    if (isnan(nf) || isnan(x)) return (${T})NAN;
+    long n = (long)nf;
+    if (n < 0) return 0;
+    if (fabs(x) == 1) {
+        int even = (n % 2) == 0;
+        if (kind == 0) return (x > 0 || even) ? 1 : -1;
+        if (kind == 1) return (x > 0 || even) ? (${T})(n + 1) : -(${T})(n + 1);
+        if (kind == 2) return x > 0 ? 1 : (even ? (${T})(2 * n + 1) : -(${T})(2 * n + 1));
+        return x > 0 ? (${T})(2 * n + 1) : (even ? 1 : -1);
+    }
+    if (n > 6 && fabs(x) < 1) {
+        ${T} th = acos(x);
+        if (kind == 0) return cos(n * th);
+        if (kind == 1) return sin((n + 1) * th) / sin(th);
+        if (kind == 2) return cos((n + 0.5${L}) * th) / cos(0.5${L} * th);
+        return sin((n + 0.5${L}) * th) / sin(0.5${L} * th);
+    }
+    ${T} p0 = 1;
+    if (n == 0) return p0;
+    ${T} p1 = kind == 0 ? x : kind == 1 ? 2 * x : kind == 2 ? 2 * x - 1 : 2 * x + 1;
+    for (long k = 1; k < n; k++) { ${T} p2 = 2 * x * p1 - p0; p0 = p1; p1 = p2; }
+    return p1;
+}
+inline ${T} sm_cheb_t_${S}(${T} x, ${T} n) { return sm_cheb_${S}(x, n, 0); }
+inline ${T} sm_cheb_u_${S}(${T} x, ${T} n) { return sm_cheb_${S}(x, n, 1); }
+inline ${T} sm_cheb_v_${S}(${T} x, ${T} n) { return sm_cheb_${S}(x, n, 2); }
+inline ${T} sm_cheb_w_${S}(${T} x, ${T} n) { return sm_cheb_${S}(x, n, 3); }
+inline ${T} sm_scheb_t_${S}(${T} x, ${T} n) { return sm_cheb_${S}(2 * x - 1, n, 0); }
+inline ${T} sm_scheb_u_${S}(${T} x, ${T} n) { return sm_cheb_${S}(2 * x - 1, n, 1); }
+inline ${T} sm_scheb_v_${S}(${T} x, ${T} n) { return sm_cheb_${S}(2 * x - 1, n, 2); }
+inline ${T} sm_scheb_w_${S}(${T} x, ${T} n) { return sm_cheb_${S}(2 * x - 1, n, 3); }
+inline ${T} sm_hermite_h_${S}(${T} x, ${T} nf) {
+    if (isnan(nf) || isnan(x)) return (${T})NAN;
+    long n = (long)nf;
+    if (n < 0) return 0;
+    ${T} p0 = 1, p1 = 2 * x;
+    if (n == 0) return p0;
+    for (long k = 1; k < n; k++) { ${T} p2 = 2 * x * p1 - 2 * k * p0; p0 = p1; p1 = p2; }
+    return p1;
+}
+inline ${T} sm_hermite_he_${S}(${T} x, ${T} nf) {
+    if (isnan(nf) || isnan(x)) return (${T})NAN;
+    long n = (long)nf;
+    if (n < 0) return 0;
+    ${T} p0 = 1, p1 = x;
+    if (n == 0) return p0;
+    for (long k = 1; k < n; k++) { ${T} p2 = x * p1 - k * p0; p0 = p1; p1 = p2; }
+    return p1;
+}
+inline ${T} sm_laguerre_${S}(${T} x, ${T} nf) {
+    if (isnan(nf) || isnan(x)) return (${T})NAN;
+    long n = (long)nf;
+    if (n < 0) return 0;
+    if (x == 0) return 1;
+    ${T} p0 = 1, p1 = 1 - x;
+    if (n == 0) return p0;
+    for (long k = 1; k < n; k++) { ${T} p2 = ((2 * k + 1 - x) * p1 - k * p0) / (k + 1); p0 = p1; p1 = p2; }
+    return p1;
+}
+inline ${T} sm_legendre_${S}(${T} x, ${T} nf) {
+    if (isnan(nf) || isnan(x)) return (${T})NAN;
+    long n = (long)nf;
+    if (n < 0) return 0;
+    if (fabs(x) == 1) return (x > 0 || n % 2 == 0) ? 1 : -1;
+    ${T} p0 = 1, p1 = x;
+    if (n == 0) return p0;
+    for (long k = 1; k < n; k++) { ${T} p2 = ((2 * k + 1) * x * p1 - k * p0) / (k + 1); p0 = p1; p1 = p2; }
+    return p1;
+}
 % endfor
 inline long sm_gcd_l(long a, long b) { a = a < 0 ? -a : a; b = b < 0 ? -b : b; while (b) { long t = a % b; a = b; b = t; } return a; }
 inline int sm_gcd_i(int a, int b) { a = a < 0 ? -a : a; b = b < 0 ? -b : b; while (b) { int t = a % b; a = b; b = t; } return a; }

@@ -240,3 +240,23 @@ __all__ += ["frexp"]
 spherical_bessel_j0 = defunary("special_spherical_bessel_j0", "(x0 == 0 ? 1.0f : (isinf(x0) ? 0.0f : sin(x0) / x0))",
                                "float", inplace=False,
                                backward=lambda a, o, g: g * where(a == 0, 0.0, (a.cos() - o) / a))
+
+# orthogonal polynomials p_n(x) of integer degree n (a tensor or a number; float n is truncated); not
+# differentiable, as PyTorch's
+chebyshev_polynomial_t = defbinary("special_chebyshev_polynomial_t", "sm_cheb_t_f(x0, x1)", rule="float", inplace=False)
+chebyshev_polynomial_u = defbinary("special_chebyshev_polynomial_u", "sm_cheb_u_f(x0, x1)", rule="float", inplace=False)
+chebyshev_polynomial_v = defbinary("special_chebyshev_polynomial_v", "sm_cheb_v_f(x0, x1)", rule="float", inplace=False)
+chebyshev_polynomial_w = defbinary("special_chebyshev_polynomial_w", "sm_cheb_w_f(x0, x1)", rule="float", inplace=False)
+shifted_chebyshev_polynomial_t = defbinary("special_shifted_chebyshev_polynomial_t", "sm_scheb_t_f(x0, x1)",
+                                           rule="float", inplace=False)
+shifted_chebyshev_polynomial_u = defbinary("special_shifted_chebyshev_polynomial_u", "sm_scheb_u_f(x0, x1)",
+                                           rule="float", inplace=False)
+shifted_chebyshev_polynomial_v = defbinary("special_shifted_chebyshev_polynomial_v", "sm_scheb_v_f(x0, x1)",
+                                           rule="float", inplace=False)
+shifted_chebyshev_polynomial_w = defbinary("special_shifted_chebyshev_polynomial_w", "sm_scheb_w_f(x0, x1)",
+                                           rule="float", inplace=False)
+hermite_polynomial_h = defbinary("special_hermite_polynomial_h", "sm_hermite_h_f(x0, x1)", rule="float", inplace=False)
+hermite_polynomial_he = defbinary("special_hermite_polynomial_he", "sm_hermite_he_f(x0, x1)", rule="float",
+                                  inplace=False)
+laguerre_polynomial_l = defbinary("special_laguerre_polynomial_l", "sm_laguerre_f(x0, x1)", rule="float", inplace=False)
+legendre_polynomial_p = defbinary("special_legendre_polynomial_p", "sm_legendre_f(x0, x1)", rule="float", inplace=False)

@@ -5,6 +5,10 @@ from ..ops.pointwise import erf, erfc, sigmoid as expit, exp2, expm1, log1p, rou
 from ..ops.special_math import (erfinv, logit, xlogy, xlog1py, lgamma as gammaln, digamma, psi, polygamma,  # noqa
                                 multigammaln, i0, i0e, i1, i1e, ndtr, ndtri, log_ndtr, sinc, entr, erfcx, zeta,
                                 spherical_bessel_j0)
+from ..ops.special_math import (chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v,  # noqa
+                                chebyshev_polynomial_w, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
+                                shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, hermite_polynomial_h,
+                                hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p)
 from ..ops.softmax import softmax as _softmax, log_softmax as _log_softmax
 from ..ops.reductions import logsumexp  # noqa: F401
 
@@ -14,7 +18,11 @@ modified_bessel_i1 = i1
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma", "psi", "polygamma",
            "multigammaln", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "sinc", "entr", "erfcx",
            "log_softmax", "softmax", "logsumexp", "round", "exp2", "expm1", "log1p", "zeta",
-           "modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"]
+           "modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0",
+           "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+           "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+           "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+           "legendre_polynomial_p"]
 
 
 def softmax(input, dim, *, dtype=None):  # noqa: A002
