@@ -260,3 +260,16 @@ hermite_polynomial_he = defbinary("special_hermite_polynomial_he", "sm_hermite_h
                                   inplace=False)
 laguerre_polynomial_l = defbinary("special_laguerre_polynomial_l", "sm_laguerre_f(x0, x1)", rule="float", inplace=False)
 legendre_polynomial_p = defbinary("special_legendre_polynomial_p", "sm_legendre_f(x0, x1)", rule="float", inplace=False)
+
+# shifts: a shift by >= the bit width (or a negative one) gives 0, or -1 for a right shift of a negative value
+bitwise_left_shift = defbinary("bitwise_left_shift", "((x1 < 0 || x1 >= 8 * sizeof(x0)) ? 0 : (x0 << x1))",
+                               rule="int")
+bitwise_right_shift = defbinary("bitwise_right_shift",
+                                "((x1 < 0 || x1 >= 8 * sizeof(x0)) ? (x0 < 0 ? -1 : 0) : (x0 >> x1))", rule="int")
+method("__lshift__", bitwise_left_shift)
+method("__rshift__", bitwise_right_shift)
+method("__rlshift__", lambda self, other: bitwise_left_shift(other, self))
+method("__rrshift__", lambda self, other: bitwise_right_shift(other, self))
+method("__ilshift__", lambda self, other: self.bitwise_left_shift_(other))
+method("__irshift__", lambda self, other: self.bitwise_right_shift_(other))
+__all__ += ["bitwise_left_shift", "bitwise_right_shift"]
