@@ -202,3 +202,34 @@ def test_gradcheck_binary(name, device):
     a = _cl([0.3, -1.2, 2.0], device, np.float64).requires_grad_(True)
     b = _cl([0.5, 1.7, 3.0], device, np.float64).requires_grad_(True)
     assert gradcheck(_cl_fn(name), (a, b), eps=1e-6, atol=1e-6, rtol=1e-4)
+
+
+def test_igamma_and_polynomials(device):
+    a = np.array([0.5, 1, 3, 10, 40, 0, 2], dtype=np.float64)
+    x = np.array([0.1, 2, 3, 12, 35, 1, 0], dtype=np.float64)
+    for name in ("igamma", "igammac"):
+        _close(_cl_fn(name)(_cl(a, device, np.float64), _cl(x, device, np.float64)),
+               _torch_fn(name)(torch.from_numpy(a), torch.from_numpy(x)), rtol=1e-9, atol=1e-12)
+    xs = np.array([-1, -0.7, 0, 0.3, 1, 1.5], dtype=np.float64)
+    ns = np.array([0, 1, 2, 5, 9, 12], dtype=np.float64)
+    for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_w",
+                 "shifted_chebyshev_polynomial_v", "hermite_polynomial_h", "hermite_polynomial_he",
+                 "laguerre_polynomial_l", "legendre_polynomial_p"):
+        ref = getattr(torch.special, name)(torch.from_numpy(xs), torch.from_numpy(ns))
+        got = getattr(cltorch.special, name)(_cl(xs, device, np.float64), _cl(ns, device, np.float64))
+        _close(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_shifts_and_frexp_and_mode(device):
+    a = cltorch.tensor([-5, 3, 7, 1], dtype=cltorch.int32).to(device)
+    b = cltorch.tensor([1, 2, 40, 0], dtype=cltorch.int32).to(device)
+    assert (a << b).tolist() == [-10, 12, 0, 1] and (a >> b).tolist() == [-3, 0, 0, 1]
+    x = np.array([0.0, -3.5, 1e-40, 8, np.inf], dtype=np.float32)
+    m, e = cltorch.frexp(_cl(x, device))
+    tm, te = torch.frexp(torch.from_numpy(x))
+    _close(m, tm)
+    assert e.dtype == cltorch.int32 and e.tolist() == te.tolist()
+    y = np.array([[1, 2, 2, 1, 3], [5, 5, 4, 4, 4]], dtype=np.float32)
+    v, i = cltorch.mode(_cl(y, device), 1)
+    tv, ti = torch.mode(torch.from_numpy(y), 1)
+    assert v.tolist() == tv.tolist() and i.tolist() == ti.tolist()

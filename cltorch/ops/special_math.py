@@ -273,3 +273,22 @@ method("__rrshift__", lambda self, other: bitwise_right_shift(other, self))
 method("__ilshift__", lambda self, other: self.bitwise_left_shift_(other))
 method("__irshift__", lambda self, other: self.bitwise_right_shift_(other))
 __all__ += ["bitwise_left_shift", "bitwise_right_shift"]
+
+
+def _igamma_bw(sign):
+    def bw(ctx, g):
+        a, x = _g(ctx)
+        if _is_t(a) and a.requires_grad:
+            raise NotImplementedError("the derivative of igamma/igammac with respect to input (the shape a) is "
+                                      "not implemented (as in PyTorch)")
+        if not _is_t(x):
+            return None, None
+        lg = a.lgamma() if _is_t(a) else math.lgamma(a)
+        return None, g * sign * ((a - 1) * x.log() - x - lg).exp()
+    return bw
+
+
+igamma = defbinary("igamma", "sm_igamma_f(x0, x1)", rule="float", backward=_igamma_bw(1.0))
+igammac = defbinary("igammac", "sm_igammac_f(x0, x1)", rule="float", backward=_igamma_bw(-1.0))
+gammainc, gammaincc = igamma, igammac
+__all__ += ["igamma", "igammac"]

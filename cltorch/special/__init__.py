@@ -4,7 +4,7 @@ integer inputs compute in the default float dtype. See each op's docstring for i
 from ..ops.pointwise import erf, erfc, sigmoid as expit, exp2, expm1, log1p, round  # noqa: F401,A004
 from ..ops.special_math import (erfinv, logit, xlogy, xlog1py, lgamma as gammaln, digamma, psi, polygamma,  # noqa
                                 multigammaln, i0, i0e, i1, i1e, ndtr, ndtri, log_ndtr, sinc, entr, erfcx, zeta,
-                                spherical_bessel_j0)
+                                spherical_bessel_j0, gammainc, gammaincc)
 from ..ops.special_math import (chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v,  # noqa
                                 chebyshev_polynomial_w, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
                                 shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, hermite_polynomial_h,
@@ -22,7 +22,7 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gamma
            "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
            "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
            "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
-           "legendre_polynomial_p"]
+           "legendre_polynomial_p", "gammainc", "gammaincc"]
 
 
 def softmax(input, dim, *, dtype=None):  # noqa: A002
