@@ -43,6 +43,7 @@ from . import nn, optim, utils, cuda, backends, accelerator
 from . import multiprocessing  # noqa: E402  (after nn: registers Parameter/Buffer reductions)
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: F401
+from . import distributions  # noqa: E402,F401
 from .serialization import save, load
 
 __version__ = "0.1.0"
