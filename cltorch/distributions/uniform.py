@@ -12,11 +12,14 @@ __all__ = ["Uniform"]
 
 
 class Uniform(Distribution):
-    """``low`` < ``high`` elementwise (ValueError "Uniform is not defined when low>= high" under validation).
-    rsample = low + (high - low) * U, U ~ U[0, 1) from cltorch.rand."""
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
+    """``low`` < ``high`` elementwise (under validation, ValueError naming the constraint
+    ``LessThan(upper_bound=high)`` as PyTorch). rsample = low + (high - low) * U, U ~ U[0, 1) from
+    cltorch.rand."""
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     @property
     def mean(self):
@@ -41,8 +44,6 @@ class Uniform(Distribution):
         else:
             batch_shape = self.low.size()
         super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and not bool(cltorch.lt(self.low, self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Uniform, _instance)
