@@ -10,7 +10,7 @@ import cltorch
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _standard_normal, batch_mahalanobis, broadcast_shapes, cholesky, lazy_property, solve_lower
+from .utils import _standard_normal, batch_mahalanobis, cholesky, lazy_property, solve_lower
 
 __all__ = ["MultivariateNormal"]
 
@@ -41,19 +41,19 @@ class MultivariateNormal(Distribution):
             if scale_tril.dim() < 2:
                 raise ValueError("scale_tril matrix must be at least two-dimensional, with optional leading "
                                  "batch dimensions")
-            batch_shape = broadcast_shapes(scale_tril.shape[:-2], loc.shape[:-1])
+            batch_shape = cltorch.broadcast_shapes(scale_tril.shape[:-2], loc.shape[:-1])
             self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
         elif covariance_matrix is not None:
             if covariance_matrix.dim() < 2:
                 raise ValueError("covariance_matrix must be at least two-dimensional, with optional leading "
                                  "batch dimensions")
-            batch_shape = broadcast_shapes(covariance_matrix.shape[:-2], loc.shape[:-1])
+            batch_shape = cltorch.broadcast_shapes(covariance_matrix.shape[:-2], loc.shape[:-1])
             self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
         else:
             if precision_matrix.dim() < 2:
                 raise ValueError("precision_matrix must be at least two-dimensional, with optional leading "
                                  "batch dimensions")
-            batch_shape = broadcast_shapes(precision_matrix.shape[:-2], loc.shape[:-1])
+            batch_shape = cltorch.broadcast_shapes(precision_matrix.shape[:-2], loc.shape[:-1])
             self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         event_shape = self.loc.shape[-1:]

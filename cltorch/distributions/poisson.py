@@ -6,7 +6,7 @@ import cltorch
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, lgamma
+from .utils import broadcast_all
 
 __all__ = ["Poisson"]
 
@@ -14,7 +14,7 @@ _MAX_SAMPLE_RATE = 1000.0
 
 
 class Poisson(ExponentialFamily):
-    """``rate`` >= 0. ``log_prob`` uses a composed lgamma (utils.lgamma). ``sample`` inverts the CDF of
+    """``rate`` >= 0. ``sample`` inverts the CDF of
     uniform draws from cltorch's generator, summing the pmf in float64 up to rate + 12 sqrt(rate) + 20
     (so it costs O(max rate) elementwise steps); rates above 1000 raise NotImplementedError."""
     arg_constraints = {"rate": constraints.nonnegative}
@@ -71,9 +71,7 @@ class Poisson(ExponentialFamily):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         value = value.to(rate.dtype)
-        safe_rate = cltorch.where(value == 0, cltorch.ones_like(rate), rate)
-        xlogy = cltorch.where(value == 0, cltorch.zeros_like(rate), value * cltorch.log(safe_rate))
-        return xlogy - rate - lgamma(value + 1)
+        return cltorch.xlogy(value, rate) - rate - cltorch.lgamma(value + 1)
 
     @property
     def _natural_params(self):

@@ -12,7 +12,7 @@ import cltorch
 import cltorch.nn.functional as F
 
 from . import constraints
-from .utils import _sum_rightmost, broadcast_shapes
+from .utils import _sum_rightmost
 
 __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform", "SigmoidTransform",
            "TanhTransform", "PowerTransform", "AbsTransform", "identity_transform"]
@@ -425,6 +425,6 @@ class AffineTransform(Transform):
         return result.expand(shape)
 
     def forward_shape(self, shape):
-        return broadcast_shapes(shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ()))
+        return cltorch.broadcast_shapes(shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ()))
 
     inverse_shape = forward_shape

@@ -1,7 +1,6 @@
 """Helpers shared by the distributions: broadcasting parameters, probs/logits conversion, lazy properties,
-and the small pieces of special functions and triangular linear algebra that cltorch's ops do not provide yet
-(``lgamma``, ``erfinv``, ``cholesky``, ``solve_triangular``), composed from public ops so autograd works."""
-import math
+and the triangular linear algebra that cltorch's ops do not provide yet (``cholesky``, ``solve_triangular``),
+composed from public ops so autograd works."""
 from numbers import Number
 
 import cltorch
@@ -23,22 +22,6 @@ def broadcast_all(*values):
         kw = dict(dtype=ref.dtype, device=ref.device) if ref is not None else dict(dtype=cltorch.get_default_dtype())
         values = [v if isinstance(v, cltorch.Tensor) else cltorch.tensor(float(v), **kw) for v in values]
     return cltorch.broadcast_tensors(*values)
-
-
-def broadcast_shapes(*shapes):
-    """NumPy/PyTorch broadcasting of shapes (cltorch has no public ``broadcast_shapes`` yet). Raises
-    RuntimeError naming the shapes when they do not broadcast."""
-    n = max((len(s) for s in shapes), default=0)
-    out = [1] * n
-    for s in shapes:
-        for i, d in enumerate(tuple(s)[::-1]):
-            j = n - 1 - i
-            if d != 1:
-                if out[j] not in (1, d):
-                    raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: "
-                                       f"{[tuple(x) for x in shapes]}")
-                out[j] = d
-    return cltorch.Size(out)
 
 
 def _standard_normal(shape, dtype, device):
@@ -86,54 +69,13 @@ class lazy_property:
         return value
 
 
-# --- special functions composed from public ops -------------------------------------------------------------
-
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-
-
-def lgamma(x):
-    """log Γ(x) for x > 0: the recurrence Γ(x) = Γ(x + 8) / (x (x+1) ... (x+7)), then Stirling's series to
-    the z^-7 term at z = x + 8 (truncation error below 3e-10). Composed from log and arithmetic, so its
-    gradient (the digamma function, to the same accuracy) comes from autograd."""
-    shift = 0
-    for k in range(8):
-        shift = shift + cltorch.log(x + k)
-    z = x + 8.0
-    r = 1.0 / z
-    r2 = r * r
-    series = r * (1.0 / 12 + r2 * (-1.0 / 360 + r2 * (1.0 / 1260 - r2 / 1680)))
-    return (z - 0.5) * cltorch.log(z) - z + _HALF_LOG_2PI + series - shift
-
-
-def erfinv(y):
-    """Inverse error function on (-1, 1): Giles' single-precision polynomial ("Approximating the erfinv
-    function", GPU Computing Gems, 2011) followed by two Newton steps on erf(x) = y; ±1 give ±inf."""
-    w = -cltorch.log((1.0 - y) * (1.0 + y))
-    wc = w - 2.5
-    p1 = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
-              0.246640727, 1.50140941):
-        p1 = c + p1 * wc
-    wt = cltorch.sqrt(w.clamp(min=5.0)) - 3.0
-    p2 = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
-              1.00167406, 2.83297682):
-        p2 = c + p2 * wt
-    x = cltorch.where(w < 5.0, p1, p2) * y
-    two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
-    for _ in range(2):
-        x = x - (cltorch.erf(x) - y) / (two_over_sqrt_pi * cltorch.exp(-x * x))
-    inf = cltorch.full_like(y, math.inf)
-    return cltorch.where(y >= 1.0, inf, cltorch.where(y <= -1.0, -inf, x))
-
-
 # --- triangular linear algebra composed from public ops ------------------------------------------------------
 
 def solve_lower(L, B):
     """Solves L X = B for X by forward substitution (L: (..., n, n) lower triangular, B: (..., n, m), batch
     dims broadcast). n steps of matmul and arithmetic, so gradients flow to L and B."""
     n = L.shape[-1]
-    batch = tuple(broadcast_shapes(L.shape[:-2], B.shape[:-2]))
+    batch = tuple(cltorch.broadcast_shapes(L.shape[:-2], B.shape[:-2]))
     L = L.expand(batch + (n, n))
     B = B.expand(batch + tuple(B.shape[-2:]))
     rows = []
