@@ -28,6 +28,7 @@ from cltorch import _dispatch, autograd
 from cltorch._dispatch import REGISTRY
 from cltorch.autograd import gradcheck, gradgradcheck
 from conftest import DEVICES
+from cltorch.ops import rnn as _rnn
 
 
 # ------------------------------------------------------------------------------------------ input specs
@@ -323,6 +324,38 @@ SAMPLES = {
                    (lambda x: F.interpolate(x, size=(3, 2), mode="bilinear", align_corners=True), [U(1, 1, 2, 3)]),
                    (lambda x: F.interpolate(x, size=5, mode="nearest"), [U(1, 1, 3)])],
     "resample1d_backward": [(_d1(lambda x: F.interpolate(x, size=5, mode="linear")), [U(1, 1, 3), U(1, 1, 5)])],
+    # --- recurrences (tests/test_rnn.py checks them in depth: every mode, packed, reverse)
+    "_thnn_fused_lstm_cell": [(lambda ig, hg, cx: torch.cat([o.reshape(-1) for o in _rnn.fused_lstm_cell(ig, hg, cx)]),
+                               [U(2, 8), U(2, 8), U(2, 2)])],
+    "_thnn_fused_gru_cell": [(lambda ig, hg, hx: _rnn.fused_gru_cell(ig, hg, hx), [U(2, 6), U(2, 6), U(2, 2)])],
+    "rnn_layer": [(lambda ig, hx, cx, w: _rnn.rnn_layer("LSTM", ig, hx, cx, w)[0],
+                   [U(6, 8), U(2, 2), U(2, 2), U(8, 2)])],
+    # --- special functions (tests/test_special_and_misc_ops.py checks tails and edge cases against torch)
+    "copysign": [(torch.copysign, [U(*S, away=0.2), U(*S, away=0.2)])],
+    "deg2rad": [(torch.deg2rad, [U(*S)])],
+    "rad2deg": [(torch.rad2deg, [U(*S)])],
+    "digamma": [(torch.digamma, [U(*S, **POS)])],
+    "lgamma": [(torch.lgamma, [U(*S, **POS)])],
+    "erfinv": [(torch.erfinv, [U(*S, **UNIT)])],
+    "i0": [(torch.i0, [U(*S)])],
+    "igamma": [(lambda x: torch.igamma(x.detach() * 0 + 1.5, x), [U(*S, **POS)])],
+    "igammac": [(lambda x: torch.igammac(x.detach() * 0 + 1.5, x), [U(*S, **POS)])],
+    "logaddexp": [(torch.logaddexp, [U(*S), U(*S)])],
+    "logaddexp2": [(torch.logaddexp2, [U(*S), U(*S)])],
+    "logit": [(torch.logit, [U(*S, lo=0.2, hi=0.8)])],
+    "nextafter": [(lambda a: torch.nextafter(a, a.detach() * 0 + 10.0), [U(*S)])],
+    "sinc": [(torch.sinc, [U(*S, away=0.2)])],
+    "xlogy": [(torch.xlogy, [U(*S), U(*S, **POS)])],
+    "special_entr": [(torch.special.entr, [U(*S, **POS)])],
+    "special_erfcx": [(torch.special.erfcx, [U(*S)])],
+    "special_i0e": [(torch.special.i0e, [U(*S, away=0.1)])],
+    "special_i1": [(torch.special.i1, [U(*S)])],
+    "special_i1e": [(torch.special.i1e, [U(*S, away=0.1)])],
+    "special_log_ndtr": [(torch.special.log_ndtr, [U(*S)])],
+    "special_ndtr": [(torch.special.ndtr, [U(*S)])],
+    "special_ndtri": [(torch.special.ndtri, [U(*S, lo=0.1, hi=0.9)])],
+    "special_spherical_bessel_j0": [(torch.special.spherical_bessel_j0, [U(*S, away=0.2)])],
+    "special_xlog1py": [(torch.special.xlog1py, [U(*S), U(*S, **POS)])],
 }
 
 # second derivatives: (op name, sample index) pairs to run gradgradcheck on (issue 4: elementwise ops, matmul,
