@@ -19,6 +19,7 @@ import cltorch as torch
 from ._functional_activation import *  # noqa: F401,F403  (the activations)
 from ._functional_activation import _SELU_ALPHA, _SELU_SCALE
 from . import _functional_activation as _fa
+from ..ops.statistics import pdist  # noqa: F401  (torch.nn.functional.pdist)
 
 
 def _adopt(module):
