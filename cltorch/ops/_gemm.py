@@ -20,7 +20,7 @@ Profile layout (``devices/*.toml``)::
 
     [gemm]
     local = 0
-    sizes = [            # fp32 and fp16; the first row whose `upto` >= cbrt(M*N*K) is used
+    sizes = [            # fp32 and fp16; the first row whose `upto` >= cbrt(M*N*K) (and `m_upto` >= M) is used
       { upto = 384, mr = 6, nv = 2, vw = 8, lx = 8, ly = 8, a_mode = "strided", b_mode = "auto" },
       ...
     ]
@@ -102,9 +102,11 @@ def _round_up(a, b):
     return _cdiv(a, b) * b
 
 
-def _row_for(table, size):
+def _row_for(table, size, M=None):
+    """The first row of ``table`` for cube-root size ``size`` and ``M`` rows (rows with ``m_upto`` are
+    skipped when M is None)."""
     for row in table:
-        if row.get("upto", math.inf) >= size:
+        if row.get("upto", math.inf) >= size and ("m_upto" not in row or M is not None and row["m_upto"] >= M):
             return row
     return table[-1]
 
@@ -112,7 +114,8 @@ def _row_for(table, size):
 def choose_config(profile, dtype, M, N, K):
     """The profile row used for an ``M x N x K`` product of ``dtype`` (a dict of template values).
 
-    ``profile`` is a Runtime's merged profile. Rows are looked up by ``cbrt(M*N*K)``.
+    ``profile`` is a Runtime's merged profile. Rows are looked up by ``cbrt(M*N*K)`` (``upto``) and, where a
+    row has ``m_upto``, by ``M`` too: the first row with ``upto >= cbrt(M*N*K)`` and ``m_upto >= M``.
     """
     dtype = np.dtype(dtype)
     g = profile.get("gemm", {}) if profile is not None else {}
@@ -128,8 +131,9 @@ def choose_config(profile, dtype, M, N, K):
         table = g.get("sizes") or [{}]
     base = _DEFAULT_LOCAL if local else _DEFAULT_REG
     cfg = dict(base)
-    cfg.update(_row_for(table, size))
+    cfg.update(_row_for(table, size, M))
     cfg.pop("upto", None)
+    cfg.pop("m_upto", None)
     cfg["local"] = local
     if halve and not local:
         cfg["vw"] = max(1, int(cfg["vw"]) // 2)

@@ -44,7 +44,7 @@ _SIGS = {"lstm_fwd": (2, 6), "lstm_bwd": (3, 8), "gru_fwd": (2, 5), "gru_bwd": (
          "rnn_tanh_fwd": (2, 3), "rnn_tanh_bwd": (3, 4), "rnn_relu_fwd": (2, 3), "rnn_relu_bwd": (3, 4)}
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 _LOCAL = 64
-_SWAP_MACS = 1 << 21     # multiply-adds of a step's GEMM above which it runs transposed (see _layer_fwd)
+_SWAP_MACS = 1 << 25     # multiply-adds of a step's GEMM above which it runs transposed (see _layer_fwd)
 
 
 def _check_dtype(t, what):
@@ -345,7 +345,10 @@ def _layer_fwd(ctx, mode, xg, hx, cx, w_hh, b_hh, w_hr, batch_sizes, reverse):
     # The step's GEMM h @ W_hh^T: for large steps as (W_hh @ h^T)^T, whose kernel runs the wide weight at a better
     # rate (it packs only the small h^T, one more launch); for small steps, where launches dominate, as h @ Wt with
     # a transposed copy of W_hh made once per call and read in place. Measured here (PoCL, 2 cores), per step:
-    # B=32, P=256, 4H=1024: 0.17 ms against 0.25 ms; B=20, P=64, 4H=256: 0.036 ms against 0.019 ms.
+    # B=32, P=256, 4H=1024: 0.17 ms against 0.25 ms; B=20, P=64, 4H=256: 0.036 ms against 0.019 ms. Later, with
+    # the copy read in place (h @ Wt, not h @ W_hh^T packed per step) and devices/pocl-cpu-avx512.toml's rows,
+    # B=32, P=256, 4H=1024: 0.07-0.09 ms (copy) against 0.17-0.20 ms (transposed product), so the copy now serves
+    # steps up to 2^25 multiply-adds.
     whT = None if xg._shape[0] // max(st.T, 1) * GH * P >= _SWAP_MACS else _tr(w_hh).contiguous()
 
     def step_mm(hg, hp, beta=0.0):
