@@ -393,8 +393,14 @@ def _cases(names):
     return [pytest.param(n, k, id=f"{n}-{k}") for n in names if n in SAMPLES for k in range(len(SAMPLES[n]))]
 
 
+def _on_demand(name):
+    """Ops registered on first use, one per integer order (``polygamma_<n>``): present or not depending on
+    what ran before; their derivative is checked through ``polygamma`` in tests/test_special_and_misc_ops.py."""
+    return name.startswith("polygamma_") and name[len("polygamma_"):].isdigit()
+
+
 def test_every_differentiable_op_has_a_sample():
-    differentiable = {n for n, op in REGISTRY.items() if op.backward is not None}
+    differentiable = {n for n, op in REGISTRY.items() if op.backward is not None and not _on_demand(n)}
     missing = sorted(differentiable - set(SAMPLES))
     assert not missing, f"registered ops with a derivative but no gradcheck sample in SAMPLES: {missing}"
     stale = sorted(set(SAMPLES) - differentiable)
