@@ -135,7 +135,8 @@ def _compiler_check(dev, platform):
             cl.Program(cl.Context([dev]), _CHECK_SOURCE).build(devices=[dev])
         verdict = None
     except Exception as e:  # noqa: BLE001 - any failure to build means the device is unusable
-        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.startswith("Build on")]
+        lines = [ln.strip() for ln in str(e).splitlines()
+                 if ln.strip() and not ln.startswith(("Build on", "(options:"))]  # the log, not this process's paths
         verdict = "; ".join(ln for ln in lines if "clBuildProgram failed" not in ln)[:300] or type(e).__name__
     verdicts[key] = verdict
     try:
