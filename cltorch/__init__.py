@@ -38,6 +38,7 @@ from ._dispatch import is_grad_enabled, is_inference_mode_enabled
 from . import cl
 from . import serialization
 from . import special  # noqa: E402
+from . import linalg  # noqa: E402,F401
 _tensor.set_reducer(lambda t: serialization._reduce_tensor(t))   # how Tensors pickle, set from above floor 4
 from . import nn, optim, utils, cuda, backends, accelerator
 from . import multiprocessing  # noqa: E402  (after nn: registers Parameter/Buffer reductions)
