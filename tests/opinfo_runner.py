@@ -253,101 +253,140 @@ def _call(fn, s, device, leaves):
         raise
 
 
-def run_forward(op, fn, device):
-    """None when every sample matches torch, else the first mismatch (a one-line string)."""
+def run_forward(op, fn, device, counts=None):
+    """None when every sample matches torch, else the first mismatch (a one-line string).
+
+    Every sample runs even after a mismatch; ``counts`` (a list [passed, run]) accumulates the sample figures."""
     import torch
+    first = None
     for k, s in enumerate(samples(op, False)):
         values = not op.has_nondeterministic_output and not _is_random(op, s)
-        try:
-            with torch.no_grad():
-                ref = op.op(s.input, *s.args, **s.kwargs)
-            ref_err = None
-        except Exception as e:  # noqa: BLE001
-            ref, ref_err = None, e
-        try:
-            got = _call(fn, s, device, [])
-            got_err = None
-        except (NotImplementedError, Missing):
-            raise
-        except Exception as e:  # noqa: BLE001
-            got, got_err = None, e
-        if ref_err is not None or got_err is not None:
-            if ref_err is not None and got_err is not None:
-                continue
-            if got_err is not None:
-                return f"sample {k}: raised {type(got_err).__name__}: {got_err}"[:300]
-            return f"sample {k}: torch raises {type(ref_err).__name__}, cltorch does not"[:300]
-        msg = compare(ref, got, values=values)
-        if msg:
-            return f"sample {k}: {msg}"
-    return None
+        msg = _forward_sample(op, fn, device, k, s, values)
+        if counts is not None:
+            counts[0] += msg is None
+            counts[1] += 1
+        if msg is not None and first is None:
+            first = msg
+    return first
 
 
-def run_gradient(op, fn, device):
-    """None when the gradients of every floating input match torch's, else the first mismatch."""
+def _forward_sample(op, fn, device, k, s, values):
+    """None when sample ``k`` matches torch, else what differs."""
     import torch
+    try:
+        with torch.no_grad():
+            ref = op.op(s.input, *s.args, **s.kwargs)
+        ref_err = None
+    except Exception as e:  # noqa: BLE001
+        ref, ref_err = None, e
+    try:
+        got = _call(fn, s, device, [])
+        got_err = None
+    except Missing:
+        raise
+    except Exception as e:  # noqa: BLE001
+        got, got_err = None, e
+    if ref_err is not None or got_err is not None:
+        if ref_err is not None and got_err is not None:
+            return None
+        if got_err is not None:
+            return f"sample {k}: raised {type(got_err).__name__}: {got_err}"[:300]
+        return f"sample {k}: torch raises {type(ref_err).__name__}, cltorch does not"[:300]
+    msg = compare(ref, got, values=values)
+    return f"sample {k}: {msg}" if msg else None
+
+
+def run_gradient(op, fn, device, counts=None):
+    """None when the gradients of every floating input match torch's, else the first mismatch.
+
+    Every sample with something to differentiate runs; ``counts`` ([passed, run]) accumulates the figures."""
     if op.has_nondeterministic_output:
         return None
+    first = None
     for k, s in enumerate(samples(op, True)):
-        if _is_random(op, s):
+        msg = _gradient_sample(op, fn, device, k, s)
+        if msg is _NOTHING:
             continue
-        try:
-            ref = op.op(s.input, *s.args, **s.kwargs)
-        except Exception:  # noqa: BLE001 - torch raises: nothing to compare
-            continue
-        t_outs = [o for o in _flatten(ref) if isinstance(o, torch.Tensor) and o.requires_grad
+        if counts is not None:
+            counts[0] += msg is None
+            counts[1] += 1
+        if msg is not None and first is None:
+            first = msg
+    return first
+
+
+_NOTHING = object()   # a gradient sample with nothing to compare (torch raises, no differentiable output)
+
+
+def _gradient_sample(op, fn, device, k, s):
+    import torch
+    if _is_random(op, s):
+        return _NOTHING
+    try:
+        ref = op.op(s.input, *s.args, **s.kwargs)
+    except Exception:  # noqa: BLE001 - torch raises: nothing to compare
+        return _NOTHING
+    t_outs = [o for o in _flatten(ref) if isinstance(o, torch.Tensor) and o.requires_grad
+              and o.dtype.is_floating_point]
+    t_leaves = [x for x in _flatten([s.input, list(s.args), list(s.kwargs.values())])
+                if isinstance(x, torch.Tensor) and x.requires_grad]
+    if not t_outs or not t_leaves:
+        return _NOTHING
+    rng = np.random.default_rng(k)
+    weights = [rng.standard_normal(tuple(o.shape)).astype(np.float32) for o in t_outs]
+    loss = sum((o * torch.from_numpy(w)).sum() for o, w in zip(t_outs, weights))
+    t_grads = torch.autograd.grad(loss, t_leaves, allow_unused=True)
+    leaves = []
+    try:
+        got = _call(fn, s, device, leaves)
+        c_outs = [o for o in _flatten(got) if isinstance(o, cltorch.Tensor) and o.requires_grad
                   and o.dtype.is_floating_point]
-        t_leaves = [x for x in _flatten([s.input, list(s.args), list(s.kwargs.values())])
-                    if isinstance(x, torch.Tensor) and x.requires_grad]
-        if not t_outs or not t_leaves:
+        if len(c_outs) != len(t_outs):
+            return f"sample {k}: {len(c_outs)} differentiable outputs, torch has {len(t_outs)}"
+        c_loss = sum((o * cltorch.from_numpy(w).to(device)).sum() for o, w in zip(c_outs, weights))
+        by_id = {id(tx): cx for tx, cx in leaves}
+        c_leaves = [by_id[id(x)] for x in t_leaves if id(x) in by_id]
+        if len(c_leaves) != len(t_leaves):
+            return f"sample {k}: inputs requiring grad were not passed through"
+        c_grads = cltorch.autograd.grad(c_loss, c_leaves, allow_unused=True)
+    except Missing:
+        raise
+    except Exception as e:  # noqa: BLE001
+        return f"sample {k}: backward raised {type(e).__name__}: {e}"[:300]
+    for i, (tg, cg) in enumerate(zip(t_grads, c_grads)):
+        if tg is None and cg is None:
             continue
-        rng = np.random.default_rng(k)
-        weights = [rng.standard_normal(tuple(o.shape)).astype(np.float32) for o in t_outs]
-        loss = sum((o * torch.from_numpy(w)).sum() for o, w in zip(t_outs, weights))
-        t_grads = torch.autograd.grad(loss, t_leaves, allow_unused=True)
-        leaves = []
-        try:
-            got = _call(fn, s, device, leaves)
-            c_outs = [o for o in _flatten(got) if isinstance(o, cltorch.Tensor) and o.requires_grad
-                      and o.dtype.is_floating_point]
-            if len(c_outs) != len(t_outs):
-                return f"sample {k}: {len(c_outs)} differentiable outputs, torch has {len(t_outs)}"
-            c_loss = sum((o * cltorch.from_numpy(w).to(device)).sum() for o, w in zip(c_outs, weights))
-            by_id = {id(tx): cx for tx, cx in leaves}
-            c_leaves = [by_id[id(x)] for x in t_leaves if id(x) in by_id]
-            if len(c_leaves) != len(t_leaves):
-                return f"sample {k}: inputs requiring grad were not passed through"
-            c_grads = cltorch.autograd.grad(c_loss, c_leaves, allow_unused=True)
-        except (NotImplementedError, Missing):
-            raise
-        except Exception as e:  # noqa: BLE001
-            return f"sample {k}: backward raised {type(e).__name__}: {e}"[:300]
-        for i, (tg, cg) in enumerate(zip(t_grads, c_grads)):
-            if tg is None and cg is None:
-                continue
-            if tg is None:
-                tg = torch.zeros_like(t_leaves[i])
-            if cg is None:
-                cg = cltorch.zeros(tuple(tg.shape))
-            msg = compare(tg, cg)
-            if msg:
-                return f"sample {k}: grad of input {i}: {msg}"
+        if tg is None:
+            tg = torch.zeros_like(t_leaves[i])
+        if cg is None:
+            cg = cltorch.zeros(tuple(tg.shape))
+        msg = compare(tg, cg)
+        if msg:
+            return f"sample {k}: grad of input {i}: {msg}"
     return None
 
 
-def _first_failure(run, op, fn, devices):
+def _first_failure(run, op, fn, devices, counts=None):
+    """The first device's first mismatch ("device: what"), or None; every device runs every sample, and
+    ``counts`` (a dict device -> [passed, run]) receives the sample figures."""
+    first = None
     for d in devices:
-        msg = run(op, fn, d)
-        if msg is not None:
-            return f"{d}: {msg}"
-    return None
+        c = [0, 0]
+        msg = run(op, fn, d, c)
+        if counts is not None:
+            counts[d] = c
+        if msg is not None and first is None:
+            first = f"{d}: {msg}"
+    return first
 
 
 def sweep(devices=("cpu",), entries=None, progress=None):
     """Every entry's result over ``devices``: a dict id -> {namespace, status, forward, gradient, reason}.
 
     status is 'skipped' (in SKIP, with the reason), 'missing' (no cltorch counterpart) or 'run'; forward and
-    gradient are None (passed on every device), 'n/a', or the first mismatch ("device: what")."""
+    gradient are None (passed on every device), 'n/a', or the first mismatch ("device: what").
+    ``samples`` holds the sample figures of a run entry: {'forward': {device: [passed, run]}, 'gradient': ...};
+    an entry that fails before its samples run (an unsupported dtype, say) counts all its samples as failed."""
     from torch.testing._internal.common_methods_invocations import op_db
     results = {}
     for op in op_db:
@@ -356,7 +395,8 @@ def sweep(devices=("cpu",), entries=None, progress=None):
             continue
         if progress:
             progress(eid)
-        rec = {"namespace": namespace(op), "status": "run", "forward": None, "gradient": "n/a", "reason": None}
+        rec = {"namespace": namespace(op), "status": "run", "forward": None, "gradient": "n/a", "reason": None,
+               "samples": {"forward": {}, "gradient": {}}}
         why = skip_reason(op)
         fn = None if why else resolve(op)
         if why:
@@ -364,13 +404,23 @@ def sweep(devices=("cpu",), entries=None, progress=None):
         elif fn is None:
             rec.update(status="missing", forward="n/a")
         else:
+            counts = rec["samples"]
+            phase = "forward"
             try:
-                rec["forward"] = _first_failure(run_forward, op, fn, devices)
+                rec["forward"] = _first_failure(run_forward, op, fn, devices, counts["forward"])
                 if op.supports_autograd:
-                    rec["gradient"] = _first_failure(run_gradient, op, fn, devices)
+                    phase = "gradient"
+                    rec["gradient"] = _first_failure(run_gradient, op, fn, devices, counts["gradient"])
             except Missing as e:
                 rec.update(status="missing", forward="n/a", gradient="n/a", reason=str(e))
             except Exception as e:  # noqa: BLE001
-                rec["forward"] = f"{type(e).__name__}: {e}"[:300]
+                rec[phase] = f"{type(e).__name__}: {e}"[:300]
+                try:
+                    n = len(samples(op, phase == "gradient"))
+                except Exception:  # noqa: BLE001 - torch's own sample generator fails: nothing to count
+                    n = 0
+                counts[phase] = {d: [0, n] for d in devices}
+        if rec["status"] != "run":
+            rec.pop("samples")
         results[eid] = rec
     return results

@@ -1,5 +1,6 @@
 """Sweep PyTorch's OpInfo database against cltorch and write ``docs/OPS.md`` (per namespace: entries with a
-counterpart, passing forward, passing gradients, missing, skipped with the reason).
+counterpart, passing forward, passing gradients, missing, skipped with the reason; samples passing / run,
+forward and gradient, per device).
 
     python tools/opinfo_report.py            # sweep on every device, print the summary, write docs/OPS.md
     python tools/opinfo_report.py --update   # also rewrite tests/opinfo_expected.json (the test's record)
@@ -41,6 +42,40 @@ def expected_record(results):
     return out
 
 
+def sample_counts(records, devices):
+    """Sample figures summed over ``records``: a Counter with keys ('forward'|'gradient', device, 'pass'|'run')."""
+    c = collections.Counter()
+    for r in records:
+        for kind, per_dev in r.get("samples", {}).items():
+            for d in devices:
+                passed, run = per_dev.get(d, (0, 0))
+                c[(kind, d, "pass")] += passed
+                c[(kind, d, "run")] += run
+    return c
+
+
+def _pct(passed, run):
+    return f"{passed} / {run} ({100.0 * passed / run:.1f}%)" if run else "0 / 0"
+
+
+def _sample_cells(c, devices):
+    return " | ".join(_pct(c[(kind, d, "pass")], c[(kind, d, "run")])
+                      for kind in ("forward", "gradient") for d in devices)
+
+
+def summary(results, devices):
+    """The issue's figures: entry coverage outside the skip table, and sample pass rates per device."""
+    rs = list(results.values())
+    considered = [r for r in rs if r["status"] != "skipped"]
+    run = [r for r in considered if r["status"] == "run"]
+    c = sample_counts(run, devices)
+    lines = [f"entries outside the skip table with a counterpart: {_pct(len(run), len(considered))}"]
+    for kind in ("forward", "gradient"):
+        lines.append(f"{kind} samples passing: " + ", ".join(
+            f"{d} {_pct(c[(kind, d, 'pass')], c[(kind, d, 'run')])}" for d in devices))
+    return "\n".join(lines)
+
+
 def markdown(results, devices):
     by_ns = collections.defaultdict(list)
     for eid, r in results.items():
@@ -52,8 +87,13 @@ def markdown(results, devices):
              "sample. Gradients: for entries with `supports_autograd`, the gradient of every floating input. "
              "Which function runs where, and each registered op's derivative: `docs/REGISTRY.md` "
              "(`python tools/ops_table.py`).", "",
+             "Sample columns: samples passing / run, summed over the entries with a counterpart, per device "
+             "(every sample runs, also after an entry's first mismatch; an entry that fails before its samples "
+             "run counts them all as failing).", "",
              "| namespace | entries | with a counterpart | forward passes | gradients pass / checked | missing |"
-             " skipped |", "|---|---|---|---|---|---|---|"]
+             " skipped | " + " | ".join(f"forward samples {d}" for d in devices) + " | "
+             + " | ".join(f"gradient samples {d}" for d in devices) + " |",
+             "|---|---|---|---|---|---|---|" + "---|" * (2 * len(devices))]
     tot = collections.Counter()
     for ns in sorted(by_ns):
         rs = [r for _, r in by_ns[ns]]
@@ -62,16 +102,23 @@ def markdown(results, devices):
                  grad=sum(r["gradient"] is None for r in run),
                  gradn=sum(r["gradient"] != "n/a" for r in run),
                  missing=sum(r["status"] == "missing" for r in rs), skipped=sum(r["status"] == "skipped" for r in rs))
+        sc = sample_counts(rs, devices)
         tot.update(c)
+        tot.update(sc)
         lines.append(f"| {ns} | {c['entries']} | {c['run']} | {c['fwd']} | {c['grad']} / {c['gradn']} | "
-                     f"{c['missing']} | {c['skipped']} |")
+                     f"{c['missing']} | {c['skipped']} | {_sample_cells(sc, devices)} |")
     lines.append(f"| **all** | {tot['entries']} | {tot['run']} | {tot['fwd']} | {tot['grad']} / {tot['gradn']} | "
-                 f"{tot['missing']} | {tot['skipped']} |")
+                 f"{tot['missing']} | {tot['skipped']} | {_sample_cells(tot, devices)} |")
+    lines += [""] + [f"- {line}" for line in summary(results, devices).splitlines()]
     lines += ["", "## Mismatches (first failing sample)", ""]
     for eid, r in sorted(results.items()):
         if r["status"] == "run" and (r["forward"] is not None or r["gradient"] not in (None, "n/a")):
             what = r["forward"] if r["forward"] is not None else "gradient: " + r["gradient"]
-            lines.append(f"- `{eid}`: {what}".replace("\n", " "))
+            fails = sample_counts([r], devices)
+            n = ", ".join(f"{kind} {sum(fails[(kind, d, 'run')] - fails[(kind, d, 'pass')] for d in devices)}"
+                          for kind in ("forward", "gradient")
+                          if any(fails[(kind, d, 'run')] > fails[(kind, d, 'pass')] for d in devices))
+            lines.append(f"- `{eid}` (failing samples over all devices: {n or 'none counted'}): {what}".replace("\n", " "))
     lines += ["", "## Missing (no cltorch counterpart)", ""]
     for ns in sorted(by_ns):
         miss = [eid for eid, r in by_ns[ns] if r["status"] == "missing"]
@@ -105,6 +152,7 @@ def main(argv=None):
           f"forward, {sum(r['gradient'] is None for r in run)} of {sum(r['gradient'] != 'n/a' for r in run)} pass "
           f"gradients; {sum(r['status'] == 'missing' for r in results.values())} missing, "
           f"{sum(r['status'] == 'skipped' for r in results.values())} skipped")
+    print(summary(results, devices))
     return 0
 
 
