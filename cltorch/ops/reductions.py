@@ -313,11 +313,19 @@ def _correction(unbiased, correction):
     return 1 if unbiased else 0
 
 
+def _var_args(dim, unbiased):
+    """PyTorch's overloads: ``var(x, True)`` passes ``unbiased`` (a bool is never a dim)."""
+    if isinstance(dim, bool):
+        return None, dim
+    if isinstance(unbiased, (int, tuple, list)) and not isinstance(unbiased, bool):
+        return unbiased, None
+    return dim, unbiased
+
+
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
     """Variance over ``dim`` with ``correction`` (default 1, Bessel's; ``unbiased=False`` means 0).
     Computed in two passes (mean, then squared deviations); N - correction <= 0 gives nan or inf."""
-    if isinstance(unbiased, (int, tuple, list)) and not isinstance(unbiased, bool):
-        dim, unbiased = unbiased, None
+    dim, unbiased = _var_args(dim, unbiased)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
     c = _correction(unbiased, correction)
@@ -337,28 +345,124 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    dim, unbiased = _var_args(dim, unbiased)
     return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    dim, unbiased = _var_args(dim, unbiased)
     return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
 # ------------------------------------------------------------------------------------------------ norm, logsumexp
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
-    """Vector p-norm over ``dim`` (all elements when None): p = 1, 2 ('fro'), inf, -inf, 0 or any float."""
-    x = input if dtype is None else input.to(dtype)
-    if p == "fro" or p == 2:
-        return (x * x).sum(dim, keepdim).sqrt()
-    if p == 1:
-        return x.abs().sum(dim, keepdim)
-    if p == math.inf or p == "inf":
-        return x.abs().amax(dim if dim is not None else (), keepdim)
-    if p == -math.inf:
-        return x.abs().amin(dim if dim is not None else (), keepdim)
+def _ord_text(ord):  # noqa: A002
+    if ord == math.inf:
+        return "inf"
+    if ord == -math.inf:
+        return "-inf"
+    return str(ord)
+
+
+def _vnorm_fwd(ctx, x, ord, dims, keepdim):  # noqa: A002
+    a = x.abs()
+    if ord == 2:
+        out = (x * x).sum(dims, keepdim).sqrt()
+    elif ord == 1:
+        out = a.sum(dims, keepdim)
+    elif ord == math.inf:
+        out = a.amax(dims, keepdim)
+    elif ord == -math.inf:
+        out = a.amin(dims, keepdim)
+    elif ord == 0:
+        out = (x != 0).to(x.dtype).sum(dims, keepdim)
+    else:
+        out = (a ** ord).sum(dims, keepdim) ** (1.0 / ord)
+    if ctx is not None:
+        ctx.save_for_backward(x, out)
+        ctx.ord, ctx.dims, ctx.keepdim = ord, dims, keepdim
+    return out
+
+
+def _vnorm_bwd(ctx, g):
+    """PyTorch's subgradients (FunctionsManual ``norm_backward``): zero where the norm is zero for p >= 1,
+    sgn(x) for p = 1, split evenly among the maxima for +-inf, zero everywhere for p = 0."""
+    from .pointwise import where
+    x, norm = ctx.saved_tensors
+    p = ctx.ord
+    if not ctx.keepdim and x.dim():
+        for d in ctx.dims:
+            g = g.unsqueeze(d)
+            norm = norm.unsqueeze(d)
     if p == 0:
-        return (x != 0).to(x.dtype).sum(dim, keepdim)
-    return (x.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+        return x.new_zeros(x._shape), None, None, None
+    if p == 1:
+        return x.sign() * g, None, None, None
+    if p == 2:
+        return g * where(norm == 0, 0.0, x / norm), None, None, None
+    if p in (math.inf, -math.inf):
+        a = x.abs()
+        mask = ((a == norm) | a.isnan()).to(x.dtype)
+        return x.sign() * ((g / mask.sum(ctx.dims, True)) * mask), None, None, None
+    if p < 1:
+        scaled = x.sign() * where(x == 0, 0.0, x.abs() ** (p - 1))
+        return scaled * g * norm ** (1 - p), None, None, None
+    scaled = x.sign() * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
+    return scaled * where(norm == 0, 0.0, g / norm ** (p - 1)), None, None, None
+
+
+_vector_norm_op = register("linalg_vector_norm", _vnorm_fwd, _vnorm_bwd)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """``torch.linalg.vector_norm``: ``(sum |x|^ord)^(1/ord)`` over ``dim`` (int, tuple; None or () for all
+    dims); ord inf/-inf are max/min of |x|, ord 0 counts non-zeros (its gradient is zero). Floating input only;
+    ``dtype`` (a floating dtype that does not narrow the input's) casts first. Raises RuntimeError for integer
+    input or dtype and for ord < 0 or inf over an empty reduction (no identity), IndexError for a bad dim.
+    Gradients follow PyTorch's ``norm_backward`` subgradients (zero at a zero norm)."""
+    if out is not None:
+        raise NotImplementedError("linalg.vector_norm: out= is not supported")
+    if isinstance(ord, bool) or not isinstance(ord, (int, float)):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{x.dtype.name.capitalize()}")
+    if dtype is not None:
+        dt = D.to_dtype(dtype)
+        if not dt.is_floating_point:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got "
+                               f"{dt.name.capitalize()}")
+        if D.promote_types(x.dtype, dt) is not dt:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({x.dtype.name.capitalize()}) should "
+                               f"be convertible without narrowing to the specified dtype ({dt.name.capitalize()})")
+        if dt is not x.dtype:
+            x = x.to(dt)
+    dims = normalize_dims(dim, x.dim())
+    if ord < 0 or ord == math.inf:
+        if x.dim() == 0:
+            empty = x.numel() == 0
+        else:
+            empty = 0 in [x._shape[d] for d in dims]
+        if empty:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on an empty tensor "
+                               "because the operation does not have an identity")
+    return call(_vector_norm_op, x, float(ord) if not isinstance(ord, int) else ord, dims, keepdim)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa: A002
+    """``torch.norm`` as PyTorch defines it over ``linalg``: a number p is ``linalg.vector_norm`` over ``dim``
+    (all elements when None; p=None means 2); 'fro' over at most 2 dims is the vector 2-norm; 'nuc' (and 'fro'
+    over more dims) is ``linalg.matrix_norm`` over ``dim`` (all dims when None, which must then be two)."""
+    if out is not None:
+        raise NotImplementedError("norm: out= is not supported")
+    _dim = [dim] if isinstance(dim, int) else dim
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            return vector_norm(input, 2, _dim, keepdim, dtype=dtype)
+        if _dim is None:
+            _dim = list(range(input.dim()))
+        from ..linalg import matrix_norm          # svd-based: above this floor, imported when asked for
+        return matrix_norm(input, p, _dim, keepdim, dtype=dtype)
+    return vector_norm(input, 2.0 if p is None else p, _dim, keepdim, dtype=dtype)
 
 
 def logsumexp(input, dim, keepdim=False):  # noqa: A002
