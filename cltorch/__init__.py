@@ -25,7 +25,7 @@ from .ops.special_math import *  # noqa: F401,F403
 from .ops.compare import *  # noqa: F401,F403
 from .ops.shape_ops import *  # noqa: F401,F403
 from .ops.statistics import *  # noqa: F401,F403
-from .ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: F401
+from .ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .ops.pool import max_pool1d, max_pool2d, avg_pool1d  # noqa: F401
 from .ops.softmax import softmax, log_softmax  # noqa: F401
 from .ops.norms import layer_norm, group_norm, batch_norm, instance_norm, rms_norm  # noqa: F401
