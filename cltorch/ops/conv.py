@@ -1,4 +1,7 @@
-"""Convolutions: ``conv1d``, ``conv2d``, ``conv_transpose1d``, ``conv_transpose2d`` (PyTorch's semantics).
+"""Convolutions: ``conv1d/2d/3d``, ``conv_transpose1d/2d/3d`` (PyTorch's semantics).
+
+Every convolution runs as a 3-d one (``Geom``): a 2-d convolution has depth 1 and a 1-d one depth and height
+1, so the ops, kernels and launchers below have one code path for all three ranks.
 
 Three registered ops carry everything, and each one's derivative is written with the other two, so
 gradients of any order exist (the "convolution triangle"). With the geometry fixed (stride, top/left
@@ -32,7 +35,7 @@ from .. import _dtype as D
 from .._dispatch import call, register
 from .._tensor import Tensor
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
 _TEMPLATE = "conv.cl.mako"
 _INT_MAX = 2 ** 31 - 1
@@ -51,25 +54,50 @@ def set_algorithm(name):
 
 # ----------------------------------------------------------------------------------------------- geometry
 class Geom(tuple):
-    """(G, sh, sw, ph, pw, dh, dw, H, W, OH, OW, KH, KW): groups, stride, top/left padding, dilation, the
-    input (x) and output (y) spatial sizes and the kernel size of one 2-D convolution. Immutable."""
+    """(G, sd, sh, sw, pd, ph, pw, dd, dh, dw, D, H, W, OD, OH, OW, KD, KH, KW): groups, stride,
+    front/top/left padding, dilation, the input (x) and output (y) spatial sizes and the kernel size of one
+    3-D convolution. 1-d and 2-d convolutions are 3-d ones with depth (and height) 1, so one set of kernels
+    and launchers serves all three. Immutable."""
 
     __slots__ = ()
 
     def __new__(cls, *vals):
         return tuple.__new__(cls, tuple(int(v) for v in vals))
 
+    @classmethod
+    def make(cls, groups, stride, lo_pad, dilation, in_sp, out_sp, ks):
+        """From per-dim tuples of 1 to 3 entries (the leading dims of a shorter convolution become size 1)."""
+        def lift(t, fill):
+            t = tuple(t)
+            return (fill,) * (3 - len(t)) + t
+        return cls(groups, *lift(stride, 1), *lift(lo_pad, 0), *lift(dilation, 1), *lift(in_sp, 1),
+                   *lift(out_sp, 1), *lift(ks, 1))
+
     G = property(lambda s: s[0])
-    H = property(lambda s: s[7])
-    W = property(lambda s: s[8])
-    OH = property(lambda s: s[9])
-    OW = property(lambda s: s[10])
-    KH = property(lambda s: s[11])
-    KW = property(lambda s: s[12])
+    D = property(lambda s: s[10])
+    H = property(lambda s: s[11])
+    W = property(lambda s: s[12])
+    OD = property(lambda s: s[13])
+    OH = property(lambda s: s[14])
+    OW = property(lambda s: s[15])
+    KD = property(lambda s: s[16])
+    KH = property(lambda s: s[17])
+    KW = property(lambda s: s[18])
+    in_sp = property(lambda s: s[10:13])
+    out_sp = property(lambda s: s[13:16])
+    KS = property(lambda s: s[16] * s[17] * s[18])      # taps per channel
+    P = property(lambda s: s[13] * s[14] * s[15])       # output positions
+    Pin = property(lambda s: s[10] * s[11] * s[12])     # input positions
 
     def launch_args(self):
-        _, sh, sw, ph, pw, dh, dw = self[:7]
-        return sh, sw, ph, pw, dh, dw
+        """stride, padding and dilation (9 ints) as every kernel takes them."""
+        return self[1:10]
+
+    def sizes(self, transposed=False):
+        """(D, H, W, OD, OH, OW, KD, KH, KW) of the kernel reading ``in`` and writing ``out`` (transposed: the
+        kernel's input is the convolution's output)."""
+        i, o = (self.out_sp, self.in_sp) if transposed else (self.in_sp, self.out_sp)
+        return i + o + self[16:19]
 
 
 def _cdiv(a, b):
@@ -104,17 +132,17 @@ def _kernels(rt, dt, idx, cfg):
     i32 = np.int32
     params = dict(dt=dt, idx=idx, vw=cfg["vw"], nv=cfg["nv"], mr=cfg["mr"])
     return {
-        "prep": lambda: rt.kernel(_TEMPLATE, "conv_prep_w", [None, I, I, I, I, I, I, None, I, I, i32, None]
-                                  + [i32] * 5, **params),
-        "direct": lambda: rt.kernel(_TEMPLATE, "conv_direct", [None, I, I, I, I, I, None, None, I, None]
-                                    + [i32] * 19, **params),
-        "direct_t": lambda: rt.kernel(_TEMPLATE, "conv_direct_t", [None, I, I, I, I, I, None, None, I, None]
-                                      + [i32] * 19, **params),
-        "im2col": lambda: rt.kernel(_TEMPLATE, "im2col", [None, I, I, I, I, I, None, I, I, I, I, I] + [i32] * 17,
+        "prep": lambda: rt.kernel(_TEMPLATE, "conv_prep_w", [None] + [I] * 7 + [None, I, I, i32, None]
+                                  + [i32] * 6, **params),
+        "direct": lambda: rt.kernel(_TEMPLATE, "conv_direct", [None] + [I] * 6 + [None, None, I, None]
+                                    + [i32] * 25, **params),
+        "direct_t": lambda: rt.kernel(_TEMPLATE, "conv_direct_t", [None] + [I] * 6 + [None, None, I, None]
+                                      + [i32] * 25, **params),
+        "im2col": lambda: rt.kernel(_TEMPLATE, "im2col", [None] + [I] * 6 + [None] + [I] * 5 + [i32] * 23,
                                     **params),
         "wgrad": lambda: rt.kernel(_TEMPLATE, "conv_wgrad", [None, I, I, I, None, I, None, I, None, I, I]
                                    + [i32] * 7, **params),
-        "col2im": lambda: rt.kernel(_TEMPLATE, "col2im", [None, I, I, I, I, I, None, I] + [i32] * 14, **params),
+        "col2im": lambda: rt.kernel(_TEMPLATE, "col2im", [None, I, I, I, I, I, None, I] + [i32] * 20, **params),
     }
 
 
@@ -179,24 +207,24 @@ def _finish(rt, *tensors):
 
 def _prep_weight(rt, tmp, w, b, geom, transposed, dt, idx, cfg):
     """WT [G][K+1][Opad] for the direct kernels (see conv.cl.mako). Returns (buffer, Opad, CI, CO)."""
-    G, KH, KW = geom.G, geom.KH, geom.KW
+    G = geom.G
     O, Cg = w._shape[0], w._shape[1]
     Og = O // G
-    s0, s1, s2, s3 = w._stride
+    s0, s1, s2, s3, s4 = w._stride
     if transposed:      # kernel input channels: the conv's output channels
         CI, CO, w_ci, w_co = Og, Cg, s0, s1
     else:
         CI, CO, w_ci, w_co = Cg, Og, s1, s0
     NR = cfg["vw"] * cfg["nv"]
     Opad = _round_up(CO, NR)
-    K = KH * KW * CI
+    K = geom.KS * CI
     isz = 8 if dt == "double" else 4
     wt = tmp(G * (K + 1) * Opad * isz)
     k = _kernel(rt, dt, idx, cfg, "prep")
     bb = b if b is not None else w
-    rt.launch(k, (Opad, K + 1, G), None, w._storage.cl_buffer(), w._offset, Og * s0, w_ci, w_co, s2, s3,
+    rt.launch(k, (Opad, K + 1, G), None, w._storage.cl_buffer(), w._offset, Og * s0, w_ci, w_co, s2, s3, s4,
               bb._storage.cl_buffer(), bb._offset, bb._stride[0] if b is not None else 0, int(b is not None),
-              wt, CI, CO, KH, KW, Opad)
+              wt, CI, CO, geom.KD, geom.KH, geom.KW, Opad)
     return wt, Opad, CI, CO
 
 
@@ -213,11 +241,9 @@ def _direct(x, w, b, geom, transposed, out_shape):
     idx = _idx_type(_span(x), y.numel() + 1, w.numel() * 2 + 64 * O)
     tmp = _Tmp(rt)
     wt, Opad, CI, CO = _prep_weight(rt, tmp, w, b, geom, transposed, dt, idx, cfg)
-    if transposed:   # kernel input u has the conv's output size; kernel output has the conv's input size
-        H, W, OH, OW = geom.OH, geom.OW, geom.H, geom.W
-    else:
-        H, W, OH, OW = geom.H, geom.W, geom.OH, geom.OW
-    P = OH * OW
+    # transposed: the kernel's input u has the conv's output size and its output the conv's input size
+    sizes = geom.sizes(transposed)
+    P = sizes[3] * sizes[4] * sizes[5]
     nb = _cdiv(P, cfg["mr"])
     ncb = Opad // (cfg["vw"] * cfg["nv"])
     NG = N * G
@@ -225,11 +251,9 @@ def _direct(x, w, b, geom, transposed, out_shape):
     lx = max(1, min(nb, ls))
     lz = max(1, min(NG, ls // lx))
     k = _kernel(rt, dt, idx, cfg, "direct_t" if transposed else "direct")
-    sn, sc, sh_, sw_ = x._stride
     rt.launch(k, (_round_up(nb, lx), ncb, _round_up(NG, lz)), (lx, 1, lz),
-              x._storage.cl_buffer(), x._offset, sn, sc, sh_, sw_, wt, y._storage.cl_buffer(), y._offset,
-              _zero_buffer(rt), G, CI, CO, H, W, OH, OW, geom.KH, geom.KW, *geom.launch_args(), Opad, nb, ncb,
-              N * G)
+              x._storage.cl_buffer(), x._offset, *x._stride, wt, y._storage.cl_buffer(), y._offset,
+              _zero_buffer(rt), G, CI, CO, *sizes, *geom.launch_args(), Opad, nb, ncb, N * G)
     tmp.done()
     _finish(rt, x, w, b, y)
     return y
@@ -243,16 +267,16 @@ def _col_chunk(rt, N, per_image_bytes):
 def _im2col(rt, dt, idx, x, n0, nb, geom, col, c_off, c_sn, c_sg, c_sk, c_sp, cfg=None, Kp=None, ones=False):
     G = geom.G
     CI = x._shape[1] // G
-    Kg = CI * geom.KH * geom.KW
+    Kg = CI * geom.KS
     Kp = Kg if Kp is None else Kp
-    P = geom.OH * geom.OW
+    P = geom.P
     k = _kernel(rt, dt, idx, cfg or _GEMM_CFG, "im2col")
-    sn, sc, sh_, sw_ = x._stride
+    sn = x._stride[0]
     n = nb * G * P
     ls = max(1, min(int(rt.profile.get_value("conv", "im2col_local", 64)), n))
     rt.launch(k, (_round_up(n, ls),), (ls,), x._storage.cl_buffer(), x._offset + n0 * sn,
-              sn, sc, sh_, sw_, col, c_off, c_sn, c_sg, c_sk, c_sp, G, CI, geom.H, geom.W, geom.OH, geom.OW,
-              geom.KH, geom.KW, *geom.launch_args(), Kp, int(ones), nb * G)
+              *x._stride, col, c_off, c_sn, c_sg, c_sk, c_sp, G, CI, *geom.sizes(), *geom.launch_args(), Kp,
+              int(ones), nb * G)
 
 
 _GEMM_CFG = {"vw": 1, "nv": 1, "mr": 1}
@@ -299,6 +323,17 @@ def _aligned(t):
     return pointwise("x0", [t], t.dtype, t.dtype, out=_aligned_empty(t._shape, t.dtype, t.device))
 
 
+def _spatial_contiguous(t):
+    """True when t's spatial dims (2, 3, 4) are laid out contiguously (unit-size dims' strides don't matter)."""
+    st = t._stride
+    want = 1
+    for d in (4, 3, 2):
+        if t._shape[d] != 1 and st[d] != want:
+            return False
+        want *= t._shape[d]
+    return True
+
+
 def _contig_w(w):
     return w if w.is_contiguous() else w.contiguous()
 
@@ -313,20 +348,19 @@ def _gemm_conv(x, w, b, geom):
     N, C = x._shape[0], x._shape[1]
     O = w._shape[0]
     Og, CI = O // G, C // G
-    Kg = CI * geom.KH * geom.KW
-    P = geom.OH * geom.OW
-    y = _aligned_empty((N, O, geom.OH, geom.OW), x.dtype, x.device)
+    Kg = CI * geom.KS
+    P = geom.P
+    y = _aligned_empty((N, O) + geom.out_sp, x.dtype, x.device)
     w = _contig_w(w)
     if b is not None:
         from .elementwise import pointwise
-        pointwise("x0", [b.reshape(1, O, 1, 1)], x.dtype, x.dtype, out=y, shape=y._shape)
+        pointwise("x0", [b.reshape(1, O, 1, 1, 1)], x.dtype, x.dtype, out=y, shape=y._shape)
     beta = 1.0 if b is not None else 0.0
     idx = _idx_type(_span(x), y.numel() + 1)
     gemm = _gemm()
     ybuf, wbuf = y._storage.cl_buffer(), w._storage.cl_buffer()
-    sn, sc, sh_, sw_ = x._stride
-    pointwise_1x1 = (geom.KH == 1 and geom.KW == 1 and geom[1:7] == (1, 1, 0, 0, 1, 1) and
-                     sw_ == 1 and sh_ == geom.W)
+    sn, sc = x._stride[:2]
+    pointwise_1x1 = geom.KS == 1 and geom.launch_args() == (1, 1, 1, 0, 0, 0, 1, 1, 1) and _spatial_contiguous(x)
     if pointwise_1x1:
         x = _aligned(x)
     tmp = _Tmp(rt)
@@ -337,7 +371,7 @@ def _gemm_conv(x, w, b, geom):
                  (xbuf, x._offset + g * CI * sc, sc, 1, sn),
                  (ybuf, y._offset + g * Og * P, P, 1, O * P), 1.0, beta, N, npdt)
     else:
-        nb = _col_chunk(rt, N, C * geom.KH * geom.KW * P * isz)
+        nb = _col_chunk(rt, N, C * geom.KS * P * isz)
         col = tmp(nb * G * Kg * P * isz)
         for n0 in range(0, N, nb):
             m = min(nb, N - n0)
@@ -363,12 +397,11 @@ def _gemm_conv_t(u, w, b, geom):
     N, O = u._shape[0], u._shape[1]
     Cg = w._shape[1]
     Og = O // G
-    Kg = Cg * geom.KH * geom.KW
-    P = geom.OH * geom.OW
-    z = Tensor._empty((N, G * Cg, geom.H, geom.W), u.dtype, u.device)
+    Kg = Cg * geom.KS
+    P = geom.P
+    z = Tensor._empty((N, G * Cg) + geom.in_sp, u.dtype, u.device)
     w = _contig_w(w)
-    us = u._stride
-    if us[3] != 1 or us[2] != geom.OW:
+    if not _spatial_contiguous(u):
         u = u.contiguous()
     u = _aligned(u)
     us = u._stride
@@ -379,7 +412,7 @@ def _gemm_conv_t(u, w, b, geom):
     col = tmp(nb * G * Kg * P * isz)
     ubuf, wbuf, zbuf = u._storage.cl_buffer(), w._storage.cl_buffer(), z._storage.cl_buffer()
     k = _kernel(rt, dt, idx, _GEMM_CFG, "col2im")
-    HW = geom.H * geom.W
+    HW = geom.Pin
     lx = min(64, HW)
     for n0 in range(0, N, nb):
         m = min(nb, N - n0)
@@ -388,12 +421,11 @@ def _gemm_conv_t(u, w, b, geom):
                  (ubuf, u._offset + n0 * us[0] + g * Og * us[1], us[1], 1, us[0]),
                  (col, g * Kg * P, P, 1, G * Kg * P), 1.0, 0.0, m, npdt)
         rt.launch(k, (_round_up(HW, lx), G * Cg, m), (lx, 1, 1), col, 0, G * Kg * P, Kg * P, P, 1,
-                  zbuf, z._offset + n0 * G * Cg * HW, G, Cg, geom.H, geom.W, geom.OH, geom.OW, geom.KH, geom.KW,
-                  *geom.launch_args())
+                  zbuf, z._offset + n0 * G * Cg * HW, G, Cg, *geom.sizes(), *geom.launch_args())
     tmp.done()
     if b is not None:
         from .elementwise import pointwise
-        pointwise("x0 + x1", [z, b.reshape(1, -1, 1, 1)], z.dtype, z.dtype, out=z)
+        pointwise("x0 + x1", [z, b.reshape(1, -1, 1, 1, 1)], z.dtype, z.dtype, out=z)
     _finish(rt, u, w, b, z)
     return z
 
@@ -408,19 +440,19 @@ def _gemm_conv_w(x, u, geom, wshape):
     N, C = x._shape[0], x._shape[1]
     O = u._shape[1]
     Og, CI = O // G, C // G
-    Kg = CI * geom.KH * geom.KW
-    P = geom.OH * geom.OW
+    Kg = CI * geom.KS
+    P = geom.P
     v = _aligned_empty(wshape, x.dtype, x.device)
     if N == 0 or P == 0:
         from .elementwise import pointwise
         pointwise("0", [], x.dtype, x.dtype, out=v, shape=v._shape)
         _finish(rt, v)
         return v
-    up = u.permute(1, 0, 2, 3).contiguous()        # [O, N, OH, OW]: rows o, columns (n, p)
+    up = u.permute(1, 0, 2, 3, 4).contiguous()     # [O, N, OD, OH, OW]: rows o, columns (n, p)
     idx = _idx_type(_span(x), up.numel() + 1)
     gemm = _gemm()
     tmp = _Tmp(rt)
-    nb = _col_chunk(rt, N, C * geom.KH * geom.KW * P * isz)
+    nb = _col_chunk(rt, N, C * geom.KS * P * isz)
     col = tmp(nb * G * Kg * P * isz)
     ubuf, vbuf = up._storage.cl_buffer(), v._storage.cl_buffer()
     for n0 in range(0, N, nb):
@@ -447,8 +479,8 @@ def _direct_conv_w(x, u, geom, wshape, with_bias):
     N, C = x._shape[0], x._shape[1]
     O = u._shape[1]
     Og, CI = O // G, C // G
-    Kg = CI * geom.KH * geom.KW
-    P = geom.OH * geom.OW
+    Kg = CI * geom.KS
+    P = geom.P
     prof = rt.profile
     vw = int(prof.get_value("conv", "vw_f64" if dt == "double" else "vw", 4 if dt == "double" else 8))
     cfg = {"vw": vw, "nv": 1 if Kg + with_bias <= vw else int(prof.get_value("conv", "wgrad_nv", 2)),
@@ -457,10 +489,9 @@ def _direct_conv_w(x, u, geom, wshape, with_bias):
     Kp = _round_up(Kg + int(with_bias), NR)
     v = Tensor._empty(wshape, x.dtype, x.device)
     gb = Tensor._empty((O,), x.dtype, x.device) if with_bias else None
-    us = u._stride
-    if us[3] != 1 or us[2] != geom.OW:
+    if not _spatial_contiguous(u):
         u = u.contiguous()
-        us = u._stride
+    us = u._stride
     idx = _idx_type(_span(x), _span(u), G * N * P * Kp + 1)
     tmp = _Tmp(rt)
     nb = _col_chunk(rt, N, G * P * Kp * isz)
@@ -487,7 +518,7 @@ def _algo(rt, cin, cout, geom):
         return "gemm"
     kmax = int(prof.get_value("conv", "direct_max_k", 1024))
     comax = int(prof.get_value("conv", "direct_max_co", 128))
-    if cin * geom.KH * geom.KW <= kmax and cout <= comax:
+    if cin * geom.KS <= kmax and cout <= comax:
         return "direct"
     return "gemm"
 
@@ -512,27 +543,28 @@ def _empty_out(shape, like):
 
 def run_conv(x, w, b, geom):
     N, O = x._shape[0], w._shape[0]
-    if N == 0 or O == 0 or geom.OH * geom.OW == 0:
-        return Tensor._empty((N, O, geom.OH, geom.OW), x.dtype, x.device)
+    shape = (N, O) + geom.out_sp
+    if N == 0 or O == 0 or geom.P == 0:
+        return Tensor._empty(shape, x.dtype, x.device)
     if x._shape[1] == 0:
-        y = _empty_out((N, O, geom.OH, geom.OW), x)
-        return y if b is None else y + b.reshape(1, O, 1, 1)
+        y = _empty_out(shape, x)
+        return y if b is None else y + b.reshape(1, O, 1, 1, 1)
 
     def f(x, w, b):
         if _algo(x._runtime(), x._shape[1] // geom.G, O // geom.G, geom) == "direct":
-            return _direct(x, w, b, geom, False, (N, O, geom.OH, geom.OW))
+            return _direct(x, w, b, geom, False, shape)
         return _gemm_conv(x, w, b, geom)
     return _compute(f, x, w, b)
 
 
 def run_conv_t(u, w, b, geom):
     N, O, Cg = u._shape[0], w._shape[0], w._shape[1]
-    shape = (N, geom.G * Cg, geom.H, geom.W)
-    if N == 0 or Cg == 0 or geom.H * geom.W == 0:
+    shape = (N, geom.G * Cg) + geom.in_sp
+    if N == 0 or Cg == 0 or geom.Pin == 0:
         return Tensor._empty(shape, u.dtype, u.device)
-    if O == 0 or geom.OH * geom.OW == 0:
+    if O == 0 or geom.P == 0:
         z = _empty_out(shape, u)
-        return z if b is None else z + b.reshape(1, -1, 1, 1)
+        return z if b is None else z + b.reshape(1, -1, 1, 1, 1)
 
     def f(u, w, b):
         if _algo(u._runtime(), O // geom.G, Cg, geom) == "direct":
@@ -544,7 +576,7 @@ def run_conv_t(u, w, b, geom):
 def run_conv_w(x, u, geom, wshape, with_bias=False):
     """The weight gradient v (and, with_bias, the bias gradient sum of u over n, h, w): (v, gb or None)."""
     O = u._shape[1]
-    if any(s == 0 for s in wshape) or x._shape[0] == 0 or geom.OH * geom.OW == 0:
+    if any(s == 0 for s in wshape) or x._shape[0] == 0 or geom.P == 0:
         v = Tensor._empty(wshape, x.dtype, x.device) if any(s == 0 for s in wshape) else _empty_out(wshape, x)
         return v, (_empty_out((O,), x) if with_bias else None)
 
@@ -553,7 +585,7 @@ def run_conv_w(x, u, geom, wshape, with_bias=False):
             v, gb = _direct_conv_w(x, u, geom, wshape, with_bias)
             return v if gb is None else (v, gb)
         v = _gemm_conv_w(x, u, geom, wshape)
-        return v if not with_bias else (v, u.sum((0, 2, 3)))
+        return v if not with_bias else (v, u.sum((0, 2, 3, 4)))
 
     half = x.dtype is D.float16
     out = f(x.float(), u.float()) if half else f(x, u)
@@ -585,7 +617,7 @@ def _conv_bwd(ctx, g):
     elif need[1]:
         gw = call(_conv_w_op, x, g, geom, tuple(w._shape))
     elif need_b:
-        gb = g.sum((0, 2, 3))
+        gb = g.sum((0, 2, 3, 4))
     return gx, gw, gb, None
 
 
@@ -603,7 +635,7 @@ def _conv_t_bwd(ctx, g):
     geom = ctx.geom
     gu = call(_conv_op, g, w, None, geom) if need[0] else None
     gw = call(_conv_w_op, g, u, geom, tuple(w._shape)) if need[1] else None
-    gb = g.sum((0, 2, 3)) if len(need) > 2 and need[2] else None
+    gb = g.sum((0, 2, 3, 4)) if len(need) > 2 and need[2] else None
     return gu, gw, gb, None
 
 
@@ -642,7 +674,7 @@ def _conv_wb_bwd(ctx, gv, gb):
         if gv is not None:
             gu = call(_conv_op, x, gv, gb, ctx.geom)
         elif gb is not None:
-            gu = gb.reshape(1, -1, 1, 1).expand(*ctx.ushape)
+            gu = gb.reshape(1, -1, 1, 1, 1).expand(*ctx.ushape)
     return gx, gu, None, None
 
 
@@ -696,8 +728,21 @@ def _check_inputs(name, x, w, b, nd):
             raise RuntimeError(f"Input type ({x.dtype.name}) and bias type ({b.dtype.name}) should be the same")
 
 
+def _lift(t, nd):
+    """(N, C, *spatial[nd]) -> (N, C, 1.., *spatial): every convolution op works on 3 spatial dims."""
+    for _ in range(3 - nd):
+        t = t.unsqueeze(2)
+    return t
+
+
+def _unlift(t, nd):
+    for _ in range(3 - nd):
+        t = t.squeeze(2)
+    return t
+
+
 def _conv_nd(name, x, w, b, stride, padding, dilation, groups, nd):
-    """conv1d/conv2d: validate like PyTorch, lift 1-d to 2-d, run the convolution op."""
+    """conv1d/2d/3d: validate like PyTorch, lift to 3 spatial dims, run the convolution op."""
     _check_inputs(name, x, w, b, nd)
     unbatched = x.dim() == nd + 1
     if unbatched:
@@ -746,16 +791,8 @@ def _conv_nd(name, x, w, b, stride, padding, dilation, groups, nd):
                            f"size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input "
                            "size")
     out = tuple((p - e) // s + 1 for p, e, s in zip(padded, eff, stride))
-    if nd == 1:
-        x = x.unsqueeze(2)
-        w = w.unsqueeze(2)
-        geom = Geom(groups, 1, stride[0], 0, lo[0], 1, dilation[0], 1, spatial[0], 1, out[0], 1, ks[0])
-    else:
-        geom = Geom(groups, stride[0], stride[1], lo[0], lo[1], dilation[0], dilation[1], spatial[0], spatial[1],
-                    out[0], out[1], ks[0], ks[1])
-    y = call(_conv_op, x, w, b, geom)
-    if nd == 1:
-        y = y.squeeze(2)
+    geom = Geom.make(groups, stride, lo, dilation, spatial, out, ks)
+    y = _unlift(call(_conv_op, _lift(x, nd), _lift(w, nd), b, geom), nd)
     if unbatched:
         y = y.squeeze(0)
     return y
@@ -827,16 +864,8 @@ def _conv_t_nd(name, x, w, b, stride, padding, output_padding, groups, dilation,
     if any(o <= 0 for o in out):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output "
                            f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
-    if nd == 1:
-        x = x.unsqueeze(2)
-        w = w.unsqueeze(2)
-        geom = Geom(groups, 1, stride[0], 0, padding[0], 1, dilation[0], 1, out[0], 1, spatial[0], 1, ks[0])
-    else:
-        geom = Geom(groups, stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], out[0], out[1],
-                    spatial[0], spatial[1], ks[0], ks[1])
-    z = call(_conv_t_op, x, w, b, geom)
-    if nd == 1:
-        z = z.squeeze(2)
+    geom = Geom.make(groups, stride, padding, dilation, out, spatial, ks)
+    z = _unlift(call(_conv_t_op, _lift(x, nd), _lift(w, nd), b, geom), nd)
     if unbatched:
         z = z.squeeze(0)
     return z
@@ -860,3 +889,22 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """Transposed 1-D convolution as ``torch.nn.functional.conv_transpose1d``; see conv_transpose2d."""
     return _conv_t_nd("conv_transpose1d", input, weight, bias, stride, padding, output_padding, groups, dilation,
                       1)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """3-D convolution as ``torch.nn.functional.conv3d``.
+
+    input ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``; weight ``(O, C/groups, kD, kH, kW)``; bias
+    ``(O,)`` or None; stride, dilation: int or triple; padding int, triple, ``'valid'`` or ``'same'``. Output
+    ``(N, O, OD, OH, OW)`` with each size as in :func:`conv2d`. The same kernels as conv2d (implicit GEMM, or
+    im2col with one more spatial dim plus the tuned GEMM). dtypes and errors as :func:`conv2d`.
+    """
+    return _conv_nd("conv3d", input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """Transposed 3-D convolution as ``torch.nn.functional.conv_transpose3d``: input ``(N, Cin, D, H, W)`` or
+    ``(Cin, D, H, W)``, weight ``(Cin, Cout/groups, kD, kH, kW)``; sizes and errors as conv_transpose2d."""
+    return _conv_t_nd("conv_transpose3d", input, weight, bias, stride, padding, output_padding, groups, dilation,
+                      3)
