@@ -156,11 +156,19 @@ def unusable_devices():
     return list(_unusable)
 
 
+def _platform_matches(pattern, platform):
+    import re
+    return re.search(pattern, platform, re.I) is not None
+
+
 def list_devices():
     """Every OpenCL device on every platform, in a stable order (the ``cl:N`` order).
 
     Order: discrete GPUs, integrated GPUs, then CPUs; within a kind PoCL first, Oclgrind (a simulator) last,
-    otherwise platform order. Devices whose compiler cannot build a kernel are left out
+    otherwise platform order. ``CLTORCH_PLATFORM`` (a regular expression searched in platform names, e.g.
+    ``Intel`` or ``Oclgrind``) puts the matching platforms' devices first: then ``cl`` and ``cl:0`` are that
+    platform's first device, and ``cpu`` tensors compute on its first CPU device (how the test matrix runs the
+    suite on Intel's CPU runtime); a pattern that matches no usable platform raises RuntimeError naming them. Devices whose compiler cannot build a kernel are left out
     (:func:`unusable_devices`). Drivers installed by pip are found first (:mod:`.drivers`). Returns [] when
     no OpenCL platform is installed (pyopencl raises LogicError/RuntimeError then).
     """
@@ -186,12 +194,18 @@ def list_devices():
             else:
                 _unusable.append((d.name.strip(), p.name.strip(), reason))
     infos = [device_info_from_props(0, _props(d, p), d) for d, p in found]
+    prefer = os.environ.get("CLTORCH_PLATFORM")
+    if prefer and not any(_platform_matches(prefer, i.platform) for i in infos):
+        names = sorted({i.platform for i in infos}) or ["none"]
+        raise RuntimeError(f"CLTORCH_PLATFORM={prefer!r} matches no usable OpenCL platform; the platforms are: "
+                           + ", ".join(repr(n) for n in names))
 
     def rank(info):
         kind = 2 if not info.is_gpu else (1 if info.is_integrated else 0)
         # within a kind: PoCL first (the CPU profiles are measured on it), a simulator (Oclgrind) last
         plat = info.platform.lower()
-        return kind, 0 if "portable computing language" in plat else (2 if "oclgrind" in plat else 1)
+        first = 0 if prefer and _platform_matches(prefer, info.platform) else 1
+        return first, kind, 0 if "portable computing language" in plat else (2 if "oclgrind" in plat else 1)
     infos.sort(key=rank)
     for i, info in enumerate(infos):
         info.index = i

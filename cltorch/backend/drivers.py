@@ -47,7 +47,9 @@ def _candidates():
                 lib = _read_icd(icd)
                 if lib:
                     full = lib if os.path.isabs(lib) else os.path.join(os.path.dirname(icd), lib)
-                    out.append(("pyopencl's PoCL", full, icd))
+                    # pyopencl's own folder: its PoCL, and Oclgrind's pip package puts its .icd there too
+                    what = "Oclgrind (pip)" if "oclgrind" in os.path.basename(full).lower() else "pyopencl's PoCL"
+                    out.append((what, full, icd))
             for lib in sorted(glob.glob(os.path.join(site, "*oclgrind*", "**", "liboclgrind-rt-icd.so"),
                                         recursive=True)):
                 out.append(("Oclgrind (pip)", lib, lib))
@@ -72,7 +74,8 @@ def configure():
     if os.environ.get("OCL_ICD_VENDORS") or os.environ.get("CLTORCH_NO_DRIVER_DISCOVERY") == "1":
         return []
     everything = _candidates()
-    found = [c for c in everything if c[0] != "pyopencl's PoCL"]
+    # what sits in pyopencl's .libs folder its patched loader finds by itself (PYOPENCL_HOME)
+    found = [c for c in everything if f"{os.sep}pyopencl{os.sep}.libs{os.sep}" not in c[2]]
     if not any(what != "system" for what, _, _ in found):
         return []            # nothing pip-installed beyond what the loader finds by itself
     from .paths import cache_dir

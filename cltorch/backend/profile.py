@@ -3,17 +3,26 @@
 A profile file has a ``[match]`` table and any number of value tables::
 
     [match]
-    class = "cpu"            # optional: cpu, nvidia, amd, intel, apple
+    class = "cpu"            # optional: cpu, nvidia, amd, intel, apple, gpu (the vendor class, devices.classify)
+    type = "gpu"             # optional: "cpu" or "gpu" (the OpenCL device type)
+    platform = "PoCL|Portable Computing Language"   # optional: a regular expression searched in the platform name
+    vendor = "NVIDIA"        # optional: a regular expression searched in the device's vendor string
     name = "EPYC|Xeon"       # optional: a regular expression searched in the device name
     priority = 10            # optional: ties among equal specificity
 
     [elementwise]
     local_size = 256
 
-Profiles are merged in order of specificity: ``default.toml`` (no match table), then files matching
-the class, then files matching the device name. A tuned profile written by ``cltorch probe --tune``
-into the user's config dir is merged last, so it is preferred. ``CLTORCH_PROFILE`` names one more
-profile file to merge on top (used to run a side under a deliberately different profile).
+Every key given must match. Profiles are merged in order of specificity: ``default.toml`` (no match table),
+then files matching by class, device type, platform or vendor (more keys matched: later), then files matching
+the device name. So a device gets the generic table for its kind (``cpu.toml``), then its platform's
+(``pocl-cpu.toml`` for PoCL, ``intel-cpu.toml`` for Intel's CPU runtime, ``nvidia.toml`` ...), then its
+device's. A tuned profile written by ``cltorch probe --tune`` into the user's config dir is merged next, so
+it is preferred. ``CLTORCH_PROFILE`` names more profile files (separated by ``os.pathsep``) to merge on top
+(used to run a side under a deliberately different profile). With ``CLTORCH_PROFILE_ONLY=1`` the matched
+and tuned files are skipped: the profile is ``default.toml`` plus the ``CLTORCH_PROFILE`` files alone, which
+is how the tests run a GPU vendor's configuration on a CPU device (``tests/test_kernel_configs.py``).
+:attr:`Profile.reasons` says why each file was merged.
 """
 import copy
 import os
@@ -27,15 +36,17 @@ except ModuleNotFoundError:  # Python 3.10
 
 from .paths import config_dir, profiles_dir
 
-__all__ = ["Profile", "load_profile"]
+__all__ = ["Profile", "load_profile", "match_reasons"]
 
 
 class Profile(dict):
-    """A merged profile: a dict of tables, plus ``sources`` (the files that matched, in merge order)."""
+    """A merged profile: a dict of tables, plus ``sources`` (the files that matched, in merge order) and
+    ``reasons`` (for each source, why it was merged: the match keys it met, or the environment variable)."""
 
-    def __init__(self, data, sources):
+    def __init__(self, data, sources, reasons=None):
         super().__init__(data)
         self.sources = sources
+        self.reasons = list(reasons) if reasons is not None else [""] * len(sources)
 
     def get_value(self, table, key, default=None):
         return self.get(table, {}).get(key, default)
@@ -60,24 +71,46 @@ def _read(path):
         return tomllib.load(f)
 
 
-def _specificity(match, info):
-    """None when the file does not match; else (level, priority) where level 0=default, 1=class, 2=name."""
+_REGEX_KEYS = (("platform", "platform"), ("vendor", "vendor"), ("name", "name"))
+
+
+def match_reasons(match, info):
+    """None when a ``[match]`` table does not match the DeviceInfo, else the list of what matched
+    (``["class = cpu", "platform ~ 'Portable Computing Language'"]``; empty for a file without a match table)."""
+    why = []
     if not match:
-        return (0, 0)
-    level = 0
+        return why
+    unknown = set(match) - {"class", "type", "platform", "vendor", "name", "priority"}
+    if unknown:
+        raise ValueError(f"device profile [match] table: unknown keys {sorted(unknown)}; "
+                         "known: class, type, platform, vendor, name, priority")
     if "class" in match:
         if match["class"] != info.cls:
             return None
-        level = 1
-    if "name" in match:
-        if not re.search(match["name"], info.name, re.I):
+        why.append(f"class = {info.cls}")
+    if "type" in match:
+        kind = "gpu" if info.is_gpu else "cpu"
+        if match["type"] != kind:
             return None
-        level = 2
-    if "platform" in match:
-        if not re.search(match["platform"], info.platform, re.I):
-            return None
-        level = max(level, 1)
-    return (level, match.get("priority", 0))
+        why.append(f"type = {kind}")
+    for key, attr in _REGEX_KEYS:
+        if key in match:
+            if not re.search(match[key], getattr(info, attr), re.I):
+                return None
+            why.append(f"{key} ~ '{match[key]}'")
+    return why
+
+
+def _specificity(match, info):
+    """None when the file does not match; else (level, keys, priority) where level 0 = default, 1 = class,
+    type, platform or vendor, 2 = device name; ``keys`` counts the match keys met (more: merged later)."""
+    why = match_reasons(match, info)
+    if why is None:
+        return None
+    if not match:
+        return (0, 0, 0)
+    level = 2 if "name" in match else 1
+    return (level, len(why), match.get("priority", 0))
 
 
 def tuned_profile_path(info):
@@ -86,23 +119,34 @@ def tuned_profile_path(info):
 
 
 def load_profile(info, extra_dirs=()):
-    """The merged profile for a DeviceInfo (see the module docstring for the rule)."""
+    """The merged profile for a DeviceInfo (see the module docstring for the rule). Raises ValueError for a
+    ``[match]`` table with unknown keys, FileNotFoundError for a missing ``CLTORCH_PROFILE`` file."""
+    only = os.environ.get("CLTORCH_PROFILE_ONLY") == "1"
+    env = [e for e in os.environ.get("CLTORCH_PROFILE", "").split(os.pathsep) if e]
+    if only and not env:
+        raise ValueError("CLTORCH_PROFILE_ONLY=1 needs CLTORCH_PROFILE to name the profile file(s) to use")
     cands = []
     for d in (profiles_dir(), *extra_dirs):
         for p in sorted(Path(d).glob("*.toml")):
             data = _read(p)
-            spec = _specificity(data.get("match"), info)
+            match = data.get("match")
+            if only and match:
+                continue
+            spec = _specificity(match, info)
             if spec is not None:
-                cands.append((spec, str(p), data))
+                why = match_reasons(match, info)
+                cands.append((spec, str(p), data, ", ".join(why) if why else "the defaults (no [match] table)"))
     cands.sort(key=lambda c: c[0])
     tuned = tuned_profile_path(info)
-    if tuned.is_file():
-        cands.append(((9, 0), str(tuned), _read(tuned)))
-    env = os.environ.get("CLTORCH_PROFILE")
-    if env:
-        cands.append(((10, 0), env, _read(env)))
-    merged, sources = {}, []
-    for _, path, data in cands:
+    if tuned.is_file() and not only:
+        cands.append(((9, 0, 0), str(tuned), _read(tuned), "tuned for this device by `cltorch probe --tune`"))
+    for e in env:
+        if not os.path.isfile(e):
+            raise FileNotFoundError(f"CLTORCH_PROFILE names {e!r}, which is not a file")
+        cands.append(((10, 0, 0), e, _read(e), "CLTORCH_PROFILE" + (" (CLTORCH_PROFILE_ONLY=1)" if only else "")))
+    merged, sources, reasons = {}, [], []
+    for _, path, data, why in cands:
         _merge(merged, data)
         sources.append(path)
-    return Profile(merged, sources)
+        reasons.append(why)
+    return Profile(merged, sources, reasons)

@@ -30,7 +30,8 @@ def rows():
                     "platform": info.platform, "driver": info.driver_version, "opencl": " ".join(info.opencl_version.split()[:3]),
                     "compute_units": info.compute_units, "global_mem": info.global_mem, "local_mem": info.local_mem,
                     "max_alloc": info.max_alloc, "max_work_group_size": info.max_work_group_size,
-                    "fp16": info.fp16, "fp64": info.fp64, "profile": prof.name})
+                    "fp16": info.fp16, "fp64": info.fp64, "profile": prof.name,
+                    "profile_files": [{"file": src, "why": why} for src, why in zip(prof.sources, prof.reasons)]})
     return out
 
 
@@ -42,13 +43,26 @@ def _print_drivers():
             print(f"  {what}: {lib}" + (f"  (from {where})" if where != lib else ""))
 
 
+def _print_profiles(rs):
+    """Which profile files each device merged, in order, and why each matched."""
+    print("\nDevice profiles (merged in this order; later files override earlier ones):")
+    for r in rs:
+        print(f"  {r['device']} ({r['platform']}):")
+        for f in r["profile_files"]:
+            print(f"    {os.path.basename(f['file'])}: {f['why']}")
+
+
 def _print_unusable():
     for name, platform, reason in backend.unusable_devices():
         print(f"left out: {name} ({platform}): its OpenCL compiler cannot build a kernel: {reason}")
 
 
 def run(args):
-    rs = rows()
+    try:
+        rs = rows()
+    except RuntimeError as e:      # e.g. CLTORCH_PLATFORM naming no platform
+        print(f"cltorch devices: {e}")
+        return 1
     if not rs:
         _print_unusable()
         print(HINT)
@@ -77,8 +91,9 @@ def run(args):
     print("  ".join("-" * w for w in widths))
     for row in table:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    _print_profiles(rs)
     _print_unusable()
     _print_drivers()
-    print("\n'cpu' tensors compute on the first OpenCL CPU device; 'cl' is cl:%d (CLTORCH_DEVICE overrides)."
-          % backend.default_index())
+    print("\n'cpu' tensors compute on the first OpenCL CPU device (cl:%d); 'cl' is cl:%d (CLTORCH_DEVICE overrides; "
+          "CLTORCH_PLATFORM puts a platform's devices first)." % (backend.cpu_index(), backend.default_index()))
     return 0
