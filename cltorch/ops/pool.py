@@ -402,9 +402,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                divisor_override=None):
     """2-d average pooling as ``torch.nn.functional.avg_pool2d``.
 
-    The divisor is ``divisor_override`` when given, else the window size cut at the padded border
-    (``count_include_pad=True``) or the number of input elements in the window (False). A window holding
-    no input element gives 0. Sizes and errors as :func:`max_pool2d` (no dilation).
+    The divisor is ``divisor_override`` when given (any non-zero int, negative too), else the window size cut at
+    the padded border (``count_include_pad=True``) or the number of input elements in the window (False). A
+    window holding no input element gives 0. Sizes and errors as :func:`max_pool2d` (no dilation).
     """
     return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override)
@@ -475,3 +475,178 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):  # noqa: A002
     return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, True)
+
+
+# --------------------------------------------------------------------------------------------- 3-d pooling
+# A 3-d pooling window is a box: the product of an (H, W) window and a D window. Its maximum is the maximum
+# over D of the (H, W) maxima; its average is the average over D of the (H, W) averages, and every divisor
+# PyTorch uses (the clipped window volume, the count of input elements, an override) is the product of the
+# per-dim ones. So 3-d pooling is two passes of the 2-d ops above (the first over (H, W) of every depth
+# slice, the second over D with height 1), one path with the 1-d and 2-d poolings, and its derivatives are
+# theirs. Ties and NaN follow PyTorch's scan order (d, h, w): the first maximum wins, the last NaN wins.
+
+__all__ += ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
+            "adaptive_max_pool3d_with_indices"]
+
+
+def _prep3(x, fn):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if x.dim() not in (4, 5) or any(s == 0 for s in x.shape[-4:]):
+        raise RuntimeError(f"{fn}: Expected 4D or 5D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got: {list(x.shape)}")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"\"{fn}\" not implemented for '{x.dtype.name.capitalize()}'")
+    unbatched = x.dim() == 4
+    return (x.unsqueeze(0) if unbatched else x), unbatched
+
+
+def _split(x):
+    """(N, C, D, H, W) -> (N, C*D, H, W), the depth slices as planes of the 2-d pass."""
+    N, C, D, H, W = x.shape
+    return x.reshape(N, C * D, H, W)
+
+
+def _depth_pass_input(y1, N, C, D):
+    """(N, C*D, OH, OW) -> (N, C, OH*OW, D): depth as the last (width) dim of the second 2-d pass (a view)."""
+    OH, OW = y1.shape[2], y1.shape[3]
+    return y1.reshape(N, C, D, OH * OW).transpose(2, 3)
+
+
+def _join(y2, OH, OW):
+    """(N, C, OH*OW, OD) -> (N, C, OD, OH, OW)."""
+    N, C, _, OD = y2.shape
+    return y2.transpose(2, 3).reshape(N, C, OD, OH, OW)
+
+
+def _max3(x, first, second):
+    """Two-pass 3-d max with PyTorch's volume-local indices d*H*W + h*W + w. first/second run the 2-d op on
+    (planes, H, W) and on (N, C, OH*OW, D) and return (values, indices)."""
+    N, C, D, H, W = x.shape
+    y1, i1 = first(_split(x))
+    OH, OW = y1.shape[2], y1.shape[3]
+    y2, i2 = second(_depth_pass_input(y1, N, C, D))
+    dsel = i2 % D                                           # i2 = row*D + d within the (OH*OW, D) plane
+    hw = _depth_pass_input(i1, N, C, D).gather(3, dsel)
+    return _join(y2, OH, OW), _join(dsel * (H * W) + hw, OH, OW)
+
+
+def _three(v, fn, name):
+    return _pair(v, 3, name, fn)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """3-d max pooling as ``torch.nn.functional.max_pool3d``.
+
+    input ``(N, C, D, H, W)`` or ``(C, D, H, W)``, float; kernel_size/stride/padding/dilation: int or
+    triple (stride defaults to kernel_size). Output sizes, ``ceil_mode``, -inf padding (at most half the
+    kernel), NaN propagation and indices (``d*H*W + h*W + w``) as PyTorch. Computed as an (H, W) pass and a D
+    pass of the 2-d kernels (see above). Raises RuntimeError on bad ranks or sizes. Differentiable.
+    """
+    fn = "max_pool3d"
+    x, unb = _prep3(input, fn)
+    k = _three(kernel_size, fn, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
+        _three(stride, fn, "stride")
+    p, d = _three(padding, fn, "padding"), _three(dilation, fn, "dilation")
+    _check3(fn, x, k, s, p, d, ceil_mode)
+    y, ind = _max3(x, lambda t: max_pool2d(t, k[1:], s[1:], p[1:], d[1:], ceil_mode, True),
+                   lambda t: max_pool2d(t, (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, True))
+    if unb:
+        y, ind = y.squeeze(0), ind.squeeze(0)
+    return (y, ind) if return_indices else y
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+                            return_indices=True):
+    """``max_pool3d`` returning ``(values, indices)``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _check3(fn, x, k, s, p, d, ceil_mode):
+    """PyTorch's pool3d_shape_check messages, for the whole volume (the 2-d passes would name 2 dims)."""
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"{fn}: kernel size should be greater than zero, but got kernel_size={list(k)}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"{fn}: stride should be greater than zero, but got stride={list(s)}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"{fn}: dilation should be greater than zero, but got dilation={list(d)}")
+    if any(pv < 0 for pv in p) or any(pv > kv // 2 for pv, kv in zip(p, k)):
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padding={list(p)}, "
+                           f"kernel_size={list(k)}")
+    spatial = tuple(x.shape[-3:])
+    outs = tuple(out_size(L, kv, sv, pv, dv, ceil_mode) for L, kv, sv, pv, dv in zip(spatial, k, s, p, d))
+    if any(o < 1 for o in outs):
+        C = x.shape[1]
+        raise RuntimeError(f"Given input size: ({C}x{'x'.join(map(str, spatial))}). Calculated output size: "
+                           f"({C}x{'x'.join(map(str, outs))}). Output size is too small")
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    """3-d average pooling as ``torch.nn.functional.avg_pool3d`` (divisors as avg_pool2d, per volume; a
+    divisor_override divides the window sum). Two passes of the 2-d kernel. Differentiable."""
+    fn = "avg_pool3d"
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError("divisor must be not zero")
+    x, unb = _prep3(input, fn)
+    k = _three(kernel_size, fn, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
+        _three(stride, fn, "stride")
+    p = _three(padding, fn, "padding")
+    _check3(fn, x, k, s, p, (1, 1, 1), ceil_mode)
+    N, C, D = x.shape[:3]
+    div = 1 if divisor_override is not None else None
+    y1 = avg_pool2d(_split(x), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, div)
+    y2 = avg_pool2d(_depth_pass_input(y1, N, C, D), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode,
+                    count_include_pad, div)
+    y = _join(y2, y1.shape[2], y1.shape[3])
+    if divisor_override is not None:
+        y = y / float(int(divisor_override))
+    return y.squeeze(0) if unb else y
+
+
+def _osize3(fn, x, output_size):
+    if isinstance(output_size, Tensor):
+        output_size = output_size.tolist()
+    osz = tuple(output_size) if isinstance(output_size, (list, tuple)) else (output_size,) * 3
+    if len(osz) == 1:
+        osz = osz * 3
+    if len(osz) != 3:
+        raise ValueError(f"{fn}: output_size must be 3 elements, got {list(osz)}")
+    osz = tuple(L if o is None else int(o) for o, L in zip(osz, x.shape[-3:]))
+    if any(o < 0 for o in osz):
+        raise RuntimeError(f"{fn}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{list(osz)}")
+    return osz
+
+
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    """As ``torch.nn.functional.adaptive_avg_pool3d``: output ``(..., OD, OH, OW)`` (int, triple, None
+    keeps a size); windows ``[floor(o*L/O), ceil((o+1)*L/O))`` per dim, two passes of the 2-d kernel."""
+    fn = "adaptive_avg_pool3d"
+    x, unb = _prep3(input, fn)
+    od, oh, ow = _osize3(fn, x, output_size)
+    N, C, D = x.shape[:3]
+    y1 = adaptive_avg_pool2d(_split(x), (oh, ow))
+    y2 = adaptive_avg_pool2d(_depth_pass_input(y1, N, C, D), (oh * ow, od))
+    y = _join(y2, oh, ow)
+    return y.squeeze(0) if unb else y
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    """As ``torch.nn.functional.adaptive_max_pool3d`` (windows as adaptive_avg_pool3d, indices
+    ``d*H*W + h*W + w``, NaN propagates)."""
+    fn = "adaptive_max_pool3d"
+    x, unb = _prep3(input, fn)
+    od, oh, ow = _osize3(fn, x, output_size)
+    y, ind = _max3(x, lambda t: adaptive_max_pool2d(t, (oh, ow), True),
+                   lambda t: adaptive_max_pool2d(t, (t.shape[2], od), True))
+    if unb:
+        y, ind = y.squeeze(0), ind.squeeze(0)
+    return (y, ind) if return_indices else y
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):  # noqa: A002
+    return adaptive_max_pool3d(input, output_size, True)
