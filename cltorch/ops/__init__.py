@@ -4,3 +4,4 @@ from . import random, indexing, linalg, joins, sortscan, conv, pool, padding  # 
 from . import activations  # noqa: F401
 from . import rnn  # noqa: F401
 from . import special_math, compare, shape_ops, statistics  # noqa: F401
+from . import lapack, lapack_api  # noqa: F401
