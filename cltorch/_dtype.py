@@ -4,8 +4,10 @@ Each :class:`dtype` knows its numpy dtype (host storage) and its OpenCL C type n
 ``bfloat16`` is stored as its 16-bit patterns; on the host that is ``ml_dtypes.bfloat16`` (a numpy dtype
 whose casts round to nearest even, as PyTorch's), in kernels a ``ushort`` that the elementwise template
 widens to float on load and rounds back on store (OpenCL C has no bfloat16 type).
-The complex dtypes exist as names and predicates only: cltorch has no complex storage yet, so asking for a
-complex tensor (any factory, ``.to``) raises NotImplementedError naming the dtype.
+``complex64`` (and ``complex128``, where the device has fp64) are storage dtypes: numpy complex on the host,
+``float2`` / ``double2`` (interleaved re, im) in kernels. Their arithmetic is lowered onto real ops over
+``view_as_real`` views (``cltorch/ops/complex.py``). ``complex32`` is a name only: asking for it raises
+NotImplementedError.
 Promotion follows PyTorch's ``result_type``: tensors of higher dimension win over 0-d tensors,
 which win over Python scalars, and only the *category* (bool < integer < floating) of a
 lower-priority operand can raise the result's type.
@@ -17,7 +19,7 @@ import ml_dtypes
 __all__ = ["dtype", "float32", "float16", "float64", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
            "float", "half", "double", "long", "int", "short", "complex32", "complex64", "complex128", "chalf",
            "cfloat", "cdouble", "finfo", "iinfo", "get_default_dtype", "set_default_dtype", "promote_types",
-           "result_type", "is_complex"]
+           "result_type", "is_complex", "default_complex"]
 
 _builtin_bool = bool
 _builtin_float = float
@@ -47,7 +49,11 @@ class dtype:
         return _REAL_OF.get(self.name, self)
 
     def to_complex(self):
-        """The complex dtype with this floating dtype's parts (a name only: complex storage is not built)."""
+        """The complex dtype with this floating dtype's parts (float16 and bfloat16: complex32, a name only)."""
+        if self._kind == 3:
+            return self
+        if self is bfloat16:
+            return complex32
         for c, r in _REAL_OF.items():
             if r is self:
                 return _NAMES[c]
@@ -70,10 +76,11 @@ int8 = dtype("int8", np.int8, "char", 1, 2)
 uint8 = dtype("uint8", np.uint8, "uchar", 1, 3)
 bool = dtype("bool", np.bool_, "uchar", 0, 0)  # noqa: A001 - PyTorch's name
 bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, "bfloat16", 2, 10)
-# complex dtypes: names, itemsize and predicates (kind 3); their numpy dtype is kept for itemsize only
+# complex dtypes (kind 3): complex64 / complex128 are stored as float2 / double2; complex32 is a name only (its numpy
+# dtype is kept for itemsize)
 complex32 = dtype("complex32", np.float32, "none", 3, 20)        # two float16 halves: 4 bytes
-complex64 = dtype("complex64", np.complex64, "none", 3, 21)
-complex128 = dtype("complex128", np.complex128, "none", 3, 22)
+complex64 = dtype("complex64", np.complex64, "float2", 3, 21)
+complex128 = dtype("complex128", np.complex128, "double2", 3, 22)
 
 float = float32   # noqa: A001
 half = float16
@@ -88,17 +95,22 @@ cdouble = complex128
 ALL = (float32, float16, float64, bfloat16, int64, int32, int16, int8, uint8, bool)
 COMPLEX = (complex32, complex64, complex128)
 _NAMES = {d.name: d for d in ALL + COMPLEX}
-_FROM_NP = {d.np: d for d in ALL}
+_FROM_NP = {d.np: d for d in ALL + (complex64, complex128)}
 _REAL_OF = {"complex32": float16, "complex64": float32, "complex128": float64}
 
 
 def _no_complex(d):
-    return NotImplementedError(f"{d} tensors are not supported yet: cltorch has no complex storage (real dtypes "
-                               "only: float32, float64, float16, bfloat16, the integer types and bool)")
+    return NotImplementedError(f"{d} tensors are not supported: cltorch stores complex64 and complex128 only "
+                               "(no complex32 / ComplexHalf storage)")
+
+
+def default_complex():
+    """The complex dtype of the default float dtype (complex64 for float32, complex128 for float64)."""
+    return complex128 if _default[0] is float64 else complex64
 
 
 def is_complex(t):
-    """PyTorch's ``torch.is_complex(input)``: True when ``input``'s dtype is complex (never, for a cltorch tensor).
+    """PyTorch's ``torch.is_complex(input)``: True when ``input``'s dtype is complex64 or complex128.
     Raises TypeError when ``input`` is not a tensor."""
     d = getattr(t, "dtype", None)
     if not isinstance(d, dtype) or not hasattr(t, "dim"):
@@ -117,7 +129,7 @@ def from_numpy_dtype(npd):
         return _FROM_NP[npd]
     except KeyError:
         if npd.kind == "c":
-            raise _no_complex("complex64" if npd.itemsize == 8 else "complex128") from None
+            raise _no_complex(f"numpy {npd}") from None
         if npd == np.uint16 or npd == np.uint32 or npd == np.uint64:
             raise TypeError(f"can't convert np.ndarray of type numpy.{npd}. The only supported types are: "
                             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
@@ -135,9 +147,9 @@ def host_values(a, d):
 
 def to_dtype(d):
     """Accepts a cltorch dtype, a numpy dtype, a Python type or a name; returns a cltorch dtype. Raises
-    NotImplementedError for the complex dtypes (no complex storage yet)."""
+    NotImplementedError for complex32 (no ComplexHalf storage)."""
     if isinstance(d, dtype):
-        if d._kind == 3:
+        if d is complex32:
             raise _no_complex(d)
         return d
     if d is _builtin_float:
@@ -147,7 +159,7 @@ def to_dtype(d):
     if d is _builtin_bool:
         return bool
     if d is complex:
-        raise _no_complex(complex64)
+        return default_complex()
     if isinstance(d, str) and d in _NAMES:
         return to_dtype(_NAMES[d])
     return from_numpy_dtype(d)
@@ -177,6 +189,10 @@ def promote_types(a, b):
     a, b = to_dtype(a), to_dtype(b)
     if a is b:
         return a
+    if a._kind == 3 or b._kind == 3:      # complex: the complex type of the promoted real parts
+        ra, rb = a.to_real(), b.to_real()
+        r = promote_types(ra, rb)
+        return r.to_complex() if r.is_floating_point else (a if a._kind == 3 else b)
     if a._kind != b._kind:
         return a if a._kind > b._kind else b
     if a._kind == 1 and {a, b} == {uint8, int8}:
@@ -199,6 +215,8 @@ def _category(x):
         return 1
     if isinstance(x, np.floating):
         return 2
+    if isinstance(x, (complex, np.complexfloating)):
+        return 3
     raise TypeError(f"unsupported operand type {type(x).__name__}")
 
 
@@ -217,12 +235,13 @@ def result_type(*operands):
         else:
             g = 2
             c = _category(x)
-            d = (bool, int64, get_default_dtype())[c]
+            d = (bool, int64, get_default_dtype(), default_complex())[c]
         dims[g] = d if dims[g] is None else promote_types(dims[g], d)
     res = None
     for d in dims:
         if d is not None and (res is None or d._kind > res._kind):
-            res = d
+            # a lower group lifting a floating result to complex gives that float's complex type (PyTorch)
+            res = res.to_complex() if res is not None and d._kind == 3 and res.is_floating_point else d
     return res
 
 

@@ -25,7 +25,7 @@ __all__ = ["Storage"]
 
 class Storage:
     __slots__ = ("device", "dtype", "size", "host", "buf", "_hostbuf", "version", "exposed", "_rt", "_nbytes",
-                 "pinned", "shm", "__weakref__")
+                 "pinned", "shm", "_alias_of", "__weakref__")
 
     def __init__(self, device, dtype, size, host=None, buf=None, rt=None, nbytes=0):
         self.device = device
@@ -40,6 +40,7 @@ class Storage:
         self._rt = rt
         self._nbytes = nbytes     # accounted device bytes
         self.shm = None           # the _shm.Segment a shared cpu storage lives in
+        self._alias_of = None     # the storage whose memory this one reinterprets (``alias``), kept alive
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -48,7 +49,7 @@ class Storage:
         if device.type == "cpu":
             return cls(device, dtype, size, host=np.empty(size, dtype.np))   # aligned when a kernel first uses it
         rt = backend.runtime(device.index)
-        if dtype.is_floating_point and dtype.itemsize != 4:     # float64 and float16 need an extension
+        if dtype.is_floating_point and dtype.itemsize != 4 or dtype.itemsize == 16:   # fp64 / fp16 extensions
             _check_caps(dtype, rt)
         nbytes = size * dtype.itemsize
         return cls(device, dtype, size, buf=rt.alloc(nbytes), rt=rt, nbytes=max(nbytes, 1))
@@ -73,6 +74,24 @@ class Storage:
         host = np.frombuffer(seg.mm, dtype=np.uint8, count=size * dtype.itemsize).view(dtype.np)
         st = cls(Device("cpu"), dtype, size, host=host)
         st.shm = seg
+        return st
+
+    def alias(self, dtype):
+        """A storage of ``dtype`` over this storage's memory (no copy): how ``view_as_real`` / ``view_as_complex``
+        reinterpret complex64 as pairs of float32 and back. The byte size must divide evenly; the alias keeps this
+        storage (and so its buffer) alive. A cpu storage is first moved to aligned memory, once, so that neither
+        moves it afterwards."""
+        nbytes = self.size * self.dtype.itemsize
+        if nbytes % dtype.itemsize:
+            raise RuntimeError(f"cannot view a {self.dtype} storage of {self.size} elements as {dtype}")
+        if self.host is not None:
+            if self._hostbuf is None:
+                self.align_host()
+            st = Storage(self.device, dtype, nbytes // dtype.itemsize, host=self.host.view(dtype.np), rt=self._rt)
+            st.exposed = self.exposed
+        else:
+            st = Storage(self.device, dtype, nbytes // dtype.itemsize, buf=self.buf, rt=self._rt)
+        st._alias_of = self
         return st
 
     # ------------------------------------------------------------ sharing between processes
@@ -204,7 +223,10 @@ def aligned_empty(n, npdtype, align=HOST_ALIGN):
 
 
 def _check_caps(dtype, rt):
-    from ._dtype import float16, float64
+    from ._dtype import float16, float64, complex128
+    if dtype is complex128 and not rt.info.fp64:
+        raise TypeError(f"complex128 is not supported on {rt.info.name} (cl:{rt.index}): the device lacks the "
+                        f"cl_khr_fp64 extension its double2 storage needs")
     if dtype is float64 and not rt.info.fp64:
         raise TypeError(f"float64 is not supported on {rt.info.name} (cl:{rt.index}): the device lacks the "
                         f"cl_khr_fp64 extension")
@@ -215,7 +237,7 @@ def _check_caps(dtype, rt):
 
 def check_caps(dtype, device):
     """Raise TypeError naming the device when ``dtype`` needs an extension the device lacks."""
-    if dtype.itemsize == 8 and dtype.is_floating_point or dtype.name == "float16":
+    if dtype.itemsize == 8 and dtype.is_floating_point or dtype.name in ("float16", "complex128"):
         if device.type == "cpu":
             _check_caps(dtype, backend.cpu_runtime())
         else:

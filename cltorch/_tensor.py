@@ -176,7 +176,7 @@ class Tensor:
         return self.dtype.is_floating_point
 
     def is_complex(self):
-        """True when the dtype is complex: never, as cltorch has no complex storage yet."""
+        """True when the dtype is complex (complex64, complex128)."""
         return self.dtype.is_complex
 
     def get_device(self):
@@ -238,7 +238,7 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
-        if value and not self.dtype.is_floating_point:
+        if value and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if not value and self.grad_fn is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
@@ -464,6 +464,17 @@ def _format(t):
     if t.dtype is D.bool:
         body = np.array2string(a.astype(bool), separator=", ", prefix="tensor(",
                                formatter={"bool": lambda v: "True" if v else "False"})
+    elif t.dtype.is_complex:      # PyTorch's style: each part formatted as a float, "1.5000+2.0000j"
+        parts = np.concatenate([a.real.reshape(-1), a.imag.reshape(-1)])
+        fin = parts[np.isfinite(parts)]
+        if fin.size and np.all(fin == np.round(fin)) and np.abs(fin).max() < 1e8:
+            f1 = lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)  # noqa: E731
+        else:
+            big = fin.size and (np.abs(fin).max() >= 1e8 or ((fin != 0).any() and np.abs(fin[fin != 0]).min() < 1e-4))
+            f1 = (lambda v: f"{v:.4e}") if big else (lambda v: f"{v:.4f}")  # noqa: E731
+        cfmt = lambda v: f1(v.real) + ("-" if np.signbit(v.imag) else "+") + f1(abs(v.imag)) + "j"  # noqa: E731
+        body = np.array2string(a, separator=", ", prefix="tensor(", formatter={"complex_kind": cfmt},
+                               threshold=1000, edgeitems=3)
     elif t.dtype.is_floating_point:
         fin = a[np.isfinite(a)] if a.size else a
         if fin.size and np.all(fin == np.round(fin)) and np.abs(fin).max() < 1e8:
@@ -479,7 +490,7 @@ def _format(t):
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
-    default_dt = {D.get_default_dtype(), D.int64, D.bool}
+    default_dt = {D.get_default_dtype(), D.int64, D.bool, D.default_complex()}
     if t.dtype not in default_dt or (t.numel() == 0 and t.dtype is not D.get_default_dtype()):
         extras.append(f"dtype={t.dtype!r}")
     if t.numel() == 0 and t.dim() != 1:

@@ -140,7 +140,7 @@ def to_cl(x, device, leaves):
     ``leaves`` as (torch tensor, cltorch tensor)."""
     import torch
     if isinstance(x, torch.Tensor):
-        if x.is_complex() or x.layout != torch.strided:
+        if x.layout != torch.strided:
             raise NotImplementedError(f"sample has a {x.dtype} {x.layout} tensor")
         arr = x.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
         t = cltorch.from_numpy(arr).to(device) if arr.ndim else cltorch.tensor(arr, device=device)
@@ -215,6 +215,8 @@ def compare(ref, got, values=True):
             return f"output {i}: shape {tuple(nb.shape)} vs torch's {tuple(na.shape)}"
         if not values:
             continue
+        if na.dtype.kind == "c":      # complex: compare the (re, im) pairs
+            na, nb = np.stack([na.real, na.imag], -1), np.stack([nb.real, nb.imag], -1)
         if na.dtype.kind in "biu" or na.dtype == np.bool_:
             if not np.array_equal(na, nb):
                 return f"output {i}: values differ"
@@ -326,8 +328,9 @@ def _gradient_sample(op, fn, device, k, s):
         ref = op.op(s.input, *s.args, **s.kwargs)
     except Exception:  # noqa: BLE001 - torch raises: nothing to compare
         return _NOTHING
-    t_outs = [o for o in _flatten(ref) if isinstance(o, torch.Tensor) and o.requires_grad
-              and o.dtype.is_floating_point]
+    # complex outputs enter the loss through view_as_real (a real cotangent per part, as torch's gradcheck)
+    t_outs = [torch.view_as_real(o.resolve_conj()) if o.is_complex() else o for o in _flatten(ref)
+              if isinstance(o, torch.Tensor) and o.requires_grad and (o.dtype.is_floating_point or o.is_complex())]
     t_leaves = [x for x in _flatten([s.input, list(s.args), list(s.kwargs.values())])
                 if isinstance(x, torch.Tensor) and x.requires_grad]
     if not t_outs or not t_leaves:
@@ -336,11 +339,12 @@ def _gradient_sample(op, fn, device, k, s):
     weights = [rng.standard_normal(tuple(o.shape)).astype(np.float32) for o in t_outs]
     loss = sum((o * torch.from_numpy(w)).sum() for o, w in zip(t_outs, weights))
     t_grads = torch.autograd.grad(loss, t_leaves, allow_unused=True)
+    t_grads = [torch.zeros_like(g) if g is not None and g._is_zerotensor() else g for g in t_grads]
     leaves = []
     try:
         got = _call(fn, s, device, leaves)
-        c_outs = [o for o in _flatten(got) if isinstance(o, cltorch.Tensor) and o.requires_grad
-                  and o.dtype.is_floating_point]
+        c_outs = [cltorch.view_as_real(o) if o.is_complex() else o for o in _flatten(got)
+                  if isinstance(o, cltorch.Tensor) and o.requires_grad and (o.dtype.is_floating_point or o.is_complex())]
         if len(c_outs) != len(t_outs):
             return f"sample {k}: {len(c_outs)} differentiable outputs, torch has {len(t_outs)}"
         c_loss = sum((o * cltorch.from_numpy(w).to(device)).sum() for o, w in zip(c_outs, weights))

@@ -185,7 +185,7 @@ def record(op, ctx, args, out):
     meta = []
     node = Node(op, ctx, edges, structure, meta)
     for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and o.dtype.is_floating_point and (diff is None or i in diff):
+        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) and (diff is None or i in diff):
             meta.append((o._shape, o.dtype, o.device))
             o._requires_grad = True
             o.grad_fn = node
@@ -232,7 +232,7 @@ def _fit(g, meta):
     if g._shape != shape:
         from ..ops.views import sum_to_size
         g = sum_to_size(g, shape)
-    if g.dtype is not dtype and dtype.is_floating_point:
+    if g.dtype is not dtype and (dtype.is_floating_point or dtype.is_complex):
         g = g.to(dtype)
     return g
 

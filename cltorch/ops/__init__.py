@@ -4,4 +4,5 @@ from . import random, indexing, linalg, joins, sortscan, conv, pool, padding  # 
 from . import activations  # noqa: F401
 from . import rnn  # noqa: F401
 from . import special_math, compare, shape_ops, statistics  # noqa: F401
+from . import complex  # noqa: F401,E402  (after shape_ops: its real/imag/conj serve complex tensors too)
 from . import lapack, lapack_api  # noqa: F401

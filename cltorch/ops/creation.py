@@ -40,7 +40,8 @@ def _infer_dtype(data):
         if not isinstance(x, (list, tuple)):
             seen = True
         if isinstance(x, Tensor):
-            kind = max(kind, 2 if x.dtype.is_floating_point else (1 if x.dtype is not D.bool else 0))
+            kind = max(kind, 3 if x.dtype.is_complex else 2 if x.dtype.is_floating_point else
+                       (1 if x.dtype is not D.bool else 0))
         elif isinstance(x, (list, tuple)):
             for y in x:
                 walk(y)
@@ -49,13 +50,15 @@ def _infer_dtype(data):
         elif isinstance(x, (int, np.integer)):
             kind = max(kind, 1)
         elif isinstance(x, (float, np.floating)):
-            kind = 2
+            kind = max(kind, 2)
+        elif isinstance(x, (complex, np.complexfloating)):
+            kind = 3
         else:
             raise TypeError(f"Could not infer dtype of {type(x).__name__}")
     walk(data)
     if not seen:  # an empty sequence: the default float dtype, as PyTorch
         return D.get_default_dtype()
-    return (D.bool, D.int64, D.get_default_dtype())[kind]
+    return (D.bool, D.int64, D.get_default_dtype(), D.default_complex())[kind]
 
 
 def _to_array(data, dtype):
@@ -164,7 +167,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value (bool, int64 or default float)."""
     if dtype is None:
         dtype = D.bool if isinstance(fill_value, bool) else (D.int64 if isinstance(fill_value, int) else
-                                                             D.get_default_dtype())
+                                                             D.default_complex() if isinstance(fill_value, complex)
+                                                             else D.get_default_dtype())
     t = empty(size_args((size,)) if not isinstance(size, int) else (size,), dtype=dtype, device=device)
     full_like_value(t, fill_value)
     return _finish(t, requires_grad)

@@ -113,9 +113,9 @@ def _cat_bwd(ctx, g):
             grads.append(None)
             continue
         gi = g.narrow(ctx.dim, off, n)
-        if gi.dtype is not dt and dt.is_floating_point:
+        if gi.dtype is not dt and (dt.is_floating_point or dt.is_complex):
             gi = gi.to(dt)
-        grads.append(gi if dt.is_floating_point else None)
+        grads.append(gi if dt.is_floating_point or dt.is_complex else None)
         off += n
     return grads, None, None
 

@@ -128,11 +128,46 @@ def _unbroadcast_none(x):
     return x
 
 
+# Complex operands: ops/complex.py lowers each op it supports onto real ops over view_as_real views and registers
+# it here by name; any other pointwise op raises NotImplementedError naming itself for complex inputs.
+COMPLEX_OPS = {}
+
+
+def _cx(x):
+    return x.__class__ is complex or isinstance(x, Tensor) and x.dtype._kind == 3
+
+
+def complex_call(name, args, out=None):
+    """Run op ``name`` on operands of which one is complex (a complex tensor or Python complex scalar)."""
+    f = COMPLEX_OPS.get(name)
+    if f is None:
+        if name in ("sign", "sign_"):
+            raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                               "torch.sgn instead.")
+        raise NotImplementedError(f"{name} is not implemented for complex tensors in cltorch (complex ops provided: "
+                                  f"{', '.join(sorted(k for k, v in COMPLEX_OPS.items() if v))})")
+    r = f(*args)
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+def _complex_inplace(self, name, r):
+    """Write the complex result r of an in-place op into self (PyTorch's casting rule: not into a real tensor)."""
+    if not self.dtype.is_complex:
+        raise RuntimeError(f"result type {r.dtype.name.capitalize()} can't be cast to the desired output type "
+                           f"{self.dtype.name.capitalize()}")
+    return self.copy_(r)
+
+
 def defbinary(name, expr, rule="same", backward=None, inplace=True, reflect=None, op_name=None):
     op = register(name, _binary_forward(name, expr, rule), backward)
     _BINARY[name] = op
 
     def fn(a, b, *, out=None):
+        if _cx(a) or _cx(b):
+            return complex_call(name, (a, b), out)
         if out is not None:
             r = call(op, a, b)
             out.copy_(r)
@@ -143,6 +178,8 @@ def defbinary(name, expr, rule="same", backward=None, inplace=True, reflect=None
     method(name, fn)
     if inplace:
         def fn_(self, other):
+            if _cx(self) or _cx(other):
+                return _complex_inplace(self, name, fn(self, other))
             rdt = D.result_type(self, other)
             if rule == "float":
                 rdt = _float_result(rdt)
@@ -328,8 +365,10 @@ method("__mul__", mul)
 method("__iadd__", lambda self, other: _add_inplace(self, other))
 method("__isub__", lambda self, other: _sub_inplace(self, other))
 method("__imul__", lambda self, other: self.mul_(other))
-method("__eq__", lambda self, other: eq(self, other) if _is_t(other) or isinstance(other, (int, float, bool)) else False)
-method("__ne__", lambda self, other: ne(self, other) if _is_t(other) or isinstance(other, (int, float, bool)) else True)
+method("__eq__", lambda self, other: eq(self, other) if _is_t(other) or isinstance(other, (int, float, bool, complex))
+       else False)
+method("__ne__", lambda self, other: ne(self, other) if _is_t(other) or isinstance(other, (int, float, bool, complex))
+       else True)
 method("__lt__", lambda self, other: lt(self, other))
 method("__le__", lambda self, other: le(self, other))
 method("__gt__", lambda self, other: gt(self, other))
@@ -437,6 +476,8 @@ def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=Fal
     op = register(name, _unary_forward(name, expr, rule), bw if backward is not None else None)
 
     def fn(a, *, out=None):
+        if a.dtype._kind == 3:
+            return complex_call(name, (a,), out)
         if out is not None:
             return out.copy_(call(op, a))
         return call(op, a)
@@ -445,6 +486,8 @@ def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=Fal
     method(name, fn)
     if inplace:
         def fn_(self):
+            if self.dtype._kind == 3:
+                return _complex_inplace(self, name, fn(self))
             rdt = _float_result(self.dtype) if rule == "float" else self.dtype
             check_inplace(self, rdt, None)
             r = run_inplace(self, name + "_", fn)
@@ -848,6 +891,9 @@ def full_like_value(out, value):
     """Fill ``out`` (any strides) with a Python scalar; returns out."""
     if out.numel() == 0:
         return out
+    if out.dtype._kind == 3 and not (out.device.type == "cpu" and out.is_contiguous()):
+        from .complex import fill_complex
+        return fill_complex(out, value)
     if out.device.type == "cpu" and out.is_contiguous():
         out._storage.host_sync()
         out._host_view()[...] = D.host_values(value, out.dtype)

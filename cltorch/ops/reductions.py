@@ -73,6 +73,9 @@ _sum_op = register("sum", _sum_fwd, _sum_bwd)
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     """Sum over ``dim`` (int, tuple, or None for all). bool and integer inputs give int64."""
+    if input.dtype._kind == 3:      # complex: the sum of the real view (ops/complex.py)
+        from .complex import _c_sum
+        return _c_sum(input, dim, keepdim, dtype)
     return call(_sum_op, input, dim, keepdim, dtype)
 
 
@@ -102,6 +105,9 @@ _mean_op = register("mean", _mean_fwd, _mean_bwd)
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """Arithmetic mean over ``dim``. Integer inputs raise RuntimeError unless ``dtype`` is a float dtype."""
+    if input.dtype._kind == 3:      # complex: the mean of the real view (ops/complex.py)
+        from .complex import _c_mean
+        return _c_mean(input, dim, keepdim, dtype)
     return call(_mean_op, input, dim, keepdim, dtype)
 
 

@@ -454,6 +454,9 @@ def _materialize(x, dtype=None, device=None):
     dtype = dtype or x.dtype
     device = device or x.device
     check_caps(dtype, device)
+    if (dtype._kind == 3 or x.dtype._kind == 3) and dtype is not x.dtype and x.device == device:
+        from .complex import cast      # casts to or from complex, on one device (ops/complex.py)
+        return cast(x, dtype, device)
     if x.device.type == "cpu" and device.type == "cpu":
         a = x._host_view()
         if dtype is D.bool and x.dtype is not D.bool:
@@ -565,7 +568,7 @@ def to(x, *args, non_blocking=False, copy=False, **kw):
             return x
         return clone(x, memory_format=mf)
     fmt = suggest_format(x) if keep else _target_format(x, mf)
-    if x.requires_grad and not dtype.is_floating_point:
+    if x.requires_grad and not (dtype.is_floating_point or dtype.is_complex):
         r = _materialize(x, dtype, device)
     else:
         r = call(_to_op, x, dtype, device)
@@ -574,7 +577,7 @@ def to(x, *args, non_blocking=False, copy=False, **kw):
 
 def _copy_into(dst, src):
     """Raw copy (no autograd): broadcast src into dst, casting dtype and crossing devices."""
-    if isinstance(src, (int, float, bool)):
+    if isinstance(src, (int, float, bool, complex)):
         from .pointwise import full_like_value
         full_like_value(dst, src)
         return dst
@@ -610,6 +613,8 @@ def _copy_into(dst, src):
         return dst
     if isinstance(src, Tensor) and src._storage is dst._storage:
         src = _materialize(src)
+    if isinstance(src, Tensor) and (src.dtype._kind == 3 or dst.dtype._kind == 3) and src.dtype is not dst.dtype:
+        src = _materialize(src, dst.dtype, src.device)      # casts to or from complex: ops/complex.py
     ct = D.float32 if dst.dtype is D.float16 else (dst.dtype if dst.dtype.is_floating_point else
                                                     (src.dtype if isinstance(src, Tensor) and not
                                                      src.dtype.is_floating_point else dst.dtype))
