@@ -33,6 +33,13 @@ def _adopt(module):
 
 _adopt(_fa)
 
+from ._functional_pooling import *  # noqa: F401,F403,E402  (3-d conv/pooling, unpooling, fractional pooling)
+from . import _functional_pooling as _fpool  # noqa: E402
+from ._functional_more import *  # noqa: F401,F403,E402  (losses, embedding_bag, grid_sample, bicubic, ...)
+from . import _functional_more as _fmore  # noqa: E402
+_adopt(_fpool)
+_adopt(_fmore)
+
 __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool2d_with_indices",
@@ -49,6 +56,7 @@ __all__ = [
     "triplet_margin_loss", "multilabel_soft_margin_loss", "scaled_dot_product_attention",
     "multi_head_attention_forward", "pixel_shuffle", "pixel_unshuffle", "unfold", "channel_shuffle",
 ]
+__all__ += _fpool.__all__ + _fmore.__all__
 
 _OPS = {}
 
@@ -528,10 +536,19 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``<x1, x2> / max(||x1|| * ||x2||, eps)`` along ``dim`` (each norm clamped as PyTorch does)."""
-    n1 = torch.norm(x1, 2, dim).clamp(min=eps)
-    n2 = torch.norm(x2, 2, dim).clamp(min=eps)
-    return (x1 * x2).sum(dim) / (n1 * n2)
+    """``sum((x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)), dim)``, as PyTorch's ATen computes it: the two
+    inputs broadcast first (so each norm is over the broadcast shape), integer inputs compute in the default
+    float dtype, and the clamp to ``eps`` is outside the graph (the gradient is the unclamped norm's)."""
+    dt = torch.promote_types(x1.dtype, x2.dtype)
+    if not dt.is_floating_point:
+        dt = torch.get_default_dtype()
+    x1, x2 = torch.broadcast_tensors(x1.to(dt), x2.to(dt))
+
+    def _clamped_norm(x):
+        n = torch.linalg.vector_norm(x, 2, dim, keepdim=True)
+        return n + (n.clamp(min=eps) - n).detach()
+
+    return ((x1 / _clamped_norm(x1)) * (x2 / _clamped_norm(x2))).sum(dim)
 
 
 # ------------------------------------------------------------------------------------------------ losses (fused ops)
@@ -662,10 +679,11 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
-    """``x`` where y = 1, ``max(0, margin - x)`` where y = -1."""
+    """``x`` where y != -1 plus ``max(0, margin - x)`` where y != 1 (PyTorch's ATen rule, so a target other than
+    +-1 takes both terms)."""
     reduction = _reduction(size_average, reduce, reduction)
-    pos = torch.where(target == 1, input, 0.0)
-    neg = torch.where(target == -1, torch.relu(margin - input), 0.0)
+    pos = torch.where(target != -1, input, 0.0)
+    neg = torch.where(target != 1, (margin - input).clamp(min=0), 0.0)
     return _apply_reduction(pos + neg, reduction)
 
 
