@@ -90,7 +90,25 @@ def host_op(name, host_fn, backward=None, differentiable_outputs=None, save_outp
             ctx.materialize_grads = False
             ctx.save_for_backward(*tens, *(outs if save_outputs else ()))
         return outs[0] if single else tuple(outs)
-    return register(name, forward, backward, differentiable_outputs=differentiable_outputs)
+    def backward_or_empty(ctx, *grads):
+        tens = ctx.saved_tensors[:ctx.n_in]
+        if any(t.numel() == 0 for t in tens):      # an empty input: every gradient is zero (or empty)
+            from .creation import zeros_like
+            it = iter(tens)
+            res = []
+            for is_t, need in zip(ctx.arg_is_tensor, ctx.needs_input_grad):
+                t = next(it) if is_t else None
+                res.append(zeros_like(t) if is_t and need else None)
+            return tuple(res)
+        return backward(ctx, *grads)
+
+    def forward_kinds(ctx, *args, **kw):
+        if ctx is not None:
+            ctx.arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        return forward(ctx, *args, **kw)
+    if backward is None:
+        return register(name, forward, None, differentiable_outputs=differentiable_outputs)
+    return register(name, forward_kinds, backward_or_empty, differentiable_outputs=differentiable_outputs)
 
 
 _DT_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "int64": "Long",
@@ -131,6 +149,11 @@ def _mT(x):
     return x.transpose(-1, -2)
 
 
+def flat3(a):
+    """A (..., m, n) numpy array as (batch, m, n) (also when some dim is 0, where reshape(-1, m, n) fails)."""
+    return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
+
+
 def _bshape(a, b):
     return np.broadcast_shapes(a, b)
 
@@ -143,7 +166,7 @@ def lu_np(a):
     go to the first row, as idamax; a zero pivot sets info (first one, 1-based) and skips that column's scaling."""
     shp = a.shape
     m, n = shp[-2], shp[-1]
-    a = np.array(a.reshape((-1, m, n)), dtype=a.dtype, copy=True)
+    a = np.array(flat3(a), dtype=a.dtype, copy=True)
     B = a.shape[0]
     k = min(m, n)
     piv = np.zeros((B, k), np.int32)
@@ -320,7 +343,7 @@ def _slogdet_bw(ctx, gsign, glog):
     return (glog.unsqueeze(-1).unsqueeze(-1) * _inv_h(A),)
 
 
-_slogdet_op = host_op("linalg_slogdet", _slogdet_host, _slogdet_bw, differentiable_outputs=(1,))
+_slogdet_op = host_op("linalg_slogdet", _slogdet_host, _slogdet_bw)     # sign: zero gradient, as PyTorch
 
 
 def slogdet(A, *, out=None):
@@ -382,7 +405,7 @@ def _chol_host(A, upper):
     try:
         L = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
-        flat = a.reshape((-1,) + a.shape[-2:])
+        flat = flat3(a)
         Ls = np.zeros_like(flat)
         fi = info.reshape(-1)
         for i in range(flat.shape[0]):
@@ -777,7 +800,7 @@ def _lstsq_host(A, B, rcond, driver):
     B = np.broadcast_to(B, bs + B.shape[-2:])
     m, n = A.shape[-2:]
     k = B.shape[-1]
-    fa, fb = A.reshape((-1, m, n)), B.reshape((-1, m, k))
+    fa, fb = flat3(A), flat3(B)
     X = np.zeros((fa.shape[0], n, k), A.dtype)
     ranks = np.zeros(fa.shape[0], np.int64)
     svs = np.zeros((fa.shape[0], min(m, n)), A.dtype)
@@ -797,16 +820,23 @@ def _lstsq_host(A, B, rcond, driver):
 
 
 def _lstsq_bw(ctx, gX, gres=None, grank=None, gsv=None):
-    A, B = ctx.saved_tensors[:2]
-    if gX is None:
-        return None, None
-    P = pinv(A.detach())
-    gA = pinv_backward(gX @ _mT(B), P, A) if ctx.needs_input_grad[0] else None
-    gB = _mT(P) @ gX if ctx.needs_input_grad[1] else None
+    A, B, X = ctx.saved_tensors[:3]
+    gA = gB = None
+    if gX is not None:
+        P = pinv(A.detach())
+        gA = pinv_backward(gX @ _mT(B), P, A) if ctx.needs_input_grad[0] else None
+        gB = _mT(P) @ gX if ctx.needs_input_grad[1] else None
+    if gres is not None and gres.numel():
+        # residuals r_j = ||A x_j - b_j||^2 at the least-squares x_j (where d r_j / d x_j = 0)
+        Rw = (A @ X - B) * (2 * gres.unsqueeze(-2))
+        if ctx.needs_input_grad[0]:
+            gA = Rw @ _mT(X) if gA is None else gA + Rw @ _mT(X)
+        if ctx.needs_input_grad[1]:
+            gB = -Rw if gB is None else gB - Rw
     return gA, gB
 
 
-_lstsq_op = host_op("linalg_lstsq", _lstsq_host, _lstsq_bw, differentiable_outputs=(0,),
+_lstsq_op = host_op("linalg_lstsq", _lstsq_host, _lstsq_bw, differentiable_outputs=(0, 1),
                     dtypes=(None, None, D.int64, None))
 
 

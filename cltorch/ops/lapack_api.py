@@ -15,8 +15,8 @@ cholesky_inverse                            cholesky_solve(I, L)
 linalg.matrix_rank                          host numpy.linalg.svd / eigvalsh (a count: not differentiable)
 linalg.householder_product, ormqr           composed on the device: k rank-1 reflector updates
 geqrf                                       host numpy.linalg.qr(mode='raw') (not differentiable, as PyTorch)
-linalg.matrix_exp, matrix_exp               composed on the device: degree-18 Taylor + scaling and squaring
-                                            (the 1-norm is read on the host to choose the scaling)
+linalg.matrix_exp, matrix_exp               host numpy in float64: degree-18 Taylor + scaling and squaring;
+                                            backward: matrix_exp of a 2n x 2n block matrix
 svd_lowrank, pca_lowrank                    composed: randomized range finder (Halko et al. 2009, alg. 5.1)
 linalg.ldl_factor(_ex), ldl_solve           host numpy code: Bunch-Kaufman (LAPACK sytf2's pivoting, lower)
 linalg.eig, eigvals                         NotImplementedError: needs complex64 tensors
@@ -403,6 +403,8 @@ def householder_product(A, tau, *, out=None):
         raise RuntimeError(f"{fname}: Expected tau to have one dimension less than input, but got tau.ndim equal "
                            f"to {tau.dim()} and input.ndim is equal to {A.dim()}")
     Q = _eye(m, A, n).expand(*A._shape[:-2], m, n)
+    if k == 0:     # no reflectors: Q = I, still an output of A and tau (zero gradient), as in PyTorch
+        return _out(Q + 0 * A[..., :, :n] + 0 * tau.sum(-1, keepdim=True).unsqueeze(-1), out)
     V = _reflectors(A, k)
     for i in reversed(range(k)):
         v = V[..., :, i:i + 1]
@@ -435,11 +437,11 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):  # noqa: 
 
 def _geqrf_host(A):
     m, n = A.shape[-2:]
-    flat = A.reshape((-1, m, n))
+    flat = L.flat3(A)
     k = min(m, n)
-    a = np.empty_like(flat)
-    tau = np.empty((flat.shape[0], k), A.dtype)
-    for i in range(flat.shape[0]):
+    a = np.array(flat, copy=True)
+    tau = np.zeros((flat.shape[0], k), A.dtype)
+    for i in range(flat.shape[0] if k else 0):
         h, t = np.linalg.qr(flat[i], mode="raw")
         a[i], tau[i] = h.T, t[:k]
     return a.reshape(A.shape).astype(A.dtype, copy=False), tau.reshape(A.shape[:-2] + (k,))
@@ -460,24 +462,48 @@ def geqrf(input, *, out=None):  # noqa: A002
 
 
 # -------------------------------------------------------------------------------------------- matrix_exp
-def matrix_exp(A):
-    """``torch.linalg.matrix_exp``: exp of square matrices A (..., n, n): a degree-18 Taylor polynomial of
-    A / 2^s (Horner, 18 matmuls) squared s times, with s chosen from the largest 1-norm in the batch (read on
-    the host) so that ||A / 2^s||_1 <= 1/2 (truncation below 1e-21). Composed on the device: differentiable."""
-    check_matrix(A, "linalg.matrix_exp")
+def _expm_host(A):
+    """exp of each matrix of A (..., n, n) in float64: A / 2^s with ||A / 2^s||_1 <= 1/2 (s per matrix), a
+    degree-18 Taylor polynomial by Horner's rule (truncation below 1e-22), then s squarings."""
+    shp = A.shape
+    n = shp[-1]
+    X = np.array(L.flat3(A), dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        nrm = np.abs(X).sum(-2).max(-1) if n else np.zeros(X.shape[0])
+        s = np.where(nrm > 0.5, np.ceil(np.log2(np.where(nrm > 0.5, nrm, 1.0))) + 1, 0)
+        s = np.where(np.isfinite(s), s, 0).astype(np.int64)
+        X *= (0.5 ** s)[:, None, None]
+        Id = np.eye(n)
+        P = Id + X / 18.0
+        for j in range(17, 0, -1):
+            P = Id + (X @ P) / j
+        for step in range(int(s.max()) if s.size else 0):
+            sel = s > step
+            P[sel] = P[sel] @ P[sel]
+    return P.reshape(shp).astype(A.dtype)
+
+
+def _expm_bw(ctx, g):
+    """d<G, exp(A)>/dA = the upper-right block of exp([[A^H, G], [0, A^H]]) (Mathias 1996; PyTorch's
+    backward_analytic_function_of_a_matrix)."""
+    A = ctx.saved_tensors[0]
     n = A._shape[-1]
-    if A.numel() == 0:
-        return A.clone()
-    nrm = float(np.max(np.sum(np.abs(to_host(A.detach())), axis=-2))) if n else 0.0
-    s = max(0, int(math.ceil(math.log2(nrm))) + 1) if nrm > 0.5 and math.isfinite(nrm) else 0
-    X = A * (0.5 ** s) if s else A
-    Id = _eye(n, A)
-    P = Id + X / 18.0
-    for j in range(17, 0, -1):
-        P = Id + (X @ P) / float(j)
-    for _ in range(s):
-        P = P @ P
-    return P
+    from .joins import cat
+    At = _mT(A)
+    top = cat([At, g], -1)
+    bot = cat([g.new_zeros(*g._shape), At], -1)
+    return (matrix_exp(cat([top, bot], -2))[..., :n, n:],)
+
+
+_expm_op = host_op("matrix_exp", _expm_host, _expm_bw)
+
+
+def matrix_exp(A):
+    """``torch.linalg.matrix_exp`` / ``torch.matrix_exp``: exp of square matrices A (..., n, n), float32 or
+    float64. Host, in float64: scaling and squaring with a degree-18 Taylor polynomial (s per matrix, from its
+    1-norm). Gradient: exp of the 2n x 2n block matrix [[A^H, G], [0, A^H]] (itself differentiable)."""
+    check_matrix(A, "linalg.matrix_exp")
+    return call(_expm_op, A)
 
 
 # -------------------------------------------------------------------------------------------- low rank
