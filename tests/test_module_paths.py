@@ -48,7 +48,7 @@ NOT_PROVIDED = {
     "nested": "nested tensors are not provided", "masked": "masked tensors are not provided",
     "sparse": "sparse tensors are not provided", "overrides": "__torch_function__ overrides are not provided",
     "futures": "TorchScript/RPC futures are not provided", "monitor": "PyTorch's event-monitoring hooks",
-    "signal": _NS, "fft": _NS, "functional": _NS,
+    "signal": _NS, "functional": _NS,
     "quasirandom": "Sobol engine not provided yet", "return_types": "named-tuple return types module (internal)",
     "storage": "typed/untyped storage classes are not public API here", "torch_version": "internal version class",
     "nn.attention.bias": "cltorch.nn.attention is one module (sdpa_kernel, SDPBackend); causal bias objects not "

@@ -1,0 +1,117 @@
+## Batched 1-d FFT along the contiguous last dim: Stockham autosort passes, one per radix, plus the three small
+## kernels of Bluestein's chirp-z transform.
+##   T: "float" or "double" (complex64 / complex128 as T2 = (re, im)); R: the pass's radix; sign: -1 forward,
+##   +1 inverse.
+## Pass (E. Bainville's formulation of Stockham): n = R * m; work-item (j, batch), j < m, with ns the product of the
+## radices already done and k = j mod ns, reads v[r] = in[j + r*m], twists v[r] by w^(r*k) with w = exp(sign 2 pi i
+## / (ns*R)), takes the R-point DFT and writes out[(j/ns)*ns*R + k + q*ns]. Twiddles come from a table of
+## exp(-2 pi i t / n), t < n, computed in double on the host (index r*k*(n/(ns*R)) < n, exact integers), so no
+## angle is formed in float. The R-point DFT's constants are written here as literals (exact ones as +-1, +-i).
+<%!
+import math
+
+def dft_terms(R, sign):
+    """For each output q: a list of (r, c) with c = exp(sign 2 pi i r q / R) as (re, im)."""
+    out = []
+    for q in range(R):
+        row = []
+        for r in range(R):
+            t = (r * q) % R
+            a = sign * 2.0 * math.pi * t / R
+            c, s = math.cos(a), math.sin(a)
+            if t == 0:
+                c, s = 1.0, 0.0
+            elif 4 * t == R:
+                c, s = 0.0, float(sign)
+            elif 2 * t == R:
+                c, s = -1.0, 0.0
+            elif 4 * t == 3 * R:
+                c, s = 0.0, float(-sign)
+            row.append((r, c, s))
+        out.append(row)
+    return out
+
+def lit(v, T):
+    return repr(float(v)) + ("f" if T == "float" else "")
+%>
+#pragma OPENCL FP_CONTRACT OFF
+% if T == "double":
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+typedef ${T}2 T2;
+inline T2 cmul(T2 a, T2 b) { return (T2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+
+% if kernel == "pass":
+__kernel void fft_pass(__global const T2* in, long in_off, __global T2* out, long out_off,
+                       __global const T2* tw, long n, long ns, long twstep, ${T} scale)
+{
+    long j = get_global_id(0);
+    long m = n / ${R};
+    if (j >= m) return;
+    long b = get_global_id(1);
+    in += in_off + b * n;
+    out += out_off + b * n;
+    long k = j % ns;
+    T2 v[${R}];
+% for r in range(R):
+    v[${r}] = in[j + ${r} * m];
+% endfor
+    if (k) {
+% for r in range(1, R):
+        { T2 w = tw[${r} * k * twstep];
+% if sign > 0:
+          w.y = -w.y;
+% endif
+          v[${r}] = cmul(v[${r}], w); }
+% endfor
+    }
+    long o = (j / ns) * ns * ${R} + k;
+% for q, row in enumerate(dft_terms(R, sign)):
+    {
+        T2 acc = v[0];
+% for r, c, s in row[1:]:
+% if c == 1.0 and s == 0.0:
+        acc += v[${r}];
+% elif c == -1.0 and s == 0.0:
+        acc -= v[${r}];
+% elif c == 0.0 and s == 1.0:
+        acc += (T2)(-v[${r}].y, v[${r}].x);
+% elif c == 0.0 and s == -1.0:
+        acc += (T2)(v[${r}].y, -v[${r}].x);
+% else:
+        acc += cmul(v[${r}], (T2)(${lit(c, T)}, ${lit(s, T)}));
+% endif
+% endfor
+        out[o + ${q} * ns] = acc * scale;
+    }
+% endfor
+}
+% elif kernel == "chirp_in":
+## a[b, j] = x[b, j] * c[j] for j < n, 0 for n <= j < M (Bluestein's premultiplied, zero-padded input)
+__kernel void chirp_in(__global const T2* x, long x_off, __global T2* a, __global const T2* c, long n, long M)
+{
+    long j = get_global_id(0);
+    if (j >= M) return;
+    long b = get_global_id(1);
+    a[b * M + j] = j < n ? cmul(x[x_off + b * n + j], c[j]) : (T2)(0, 0);
+}
+% elif kernel == "spectrum_mul":
+## A[b, j] *= B[j] * scale (the convolution's spectra; scale = 1/M for the unnormalized inverse that follows)
+__kernel void spectrum_mul(__global T2* A, __global const T2* B, long M, ${T} scale)
+{
+    long j = get_global_id(0);
+    if (j >= M) return;
+    long b = get_global_id(1);
+    A[b * M + j] = cmul(A[b * M + j], B[j]) * scale;
+}
+% elif kernel == "chirp_out":
+## y[b, k] = conv[b, k] * c[k] * scale for k < n
+__kernel void chirp_out(__global const T2* conv, __global T2* y, long y_off, __global const T2* c, long n, long M,
+                        ${T} scale)
+{
+    long k = get_global_id(0);
+    if (k >= n) return;
+    long b = get_global_id(1);
+    y[y_off + b * n + k] = cmul(conv[b * M + k], c[k]) * scale;
+}
+% endif

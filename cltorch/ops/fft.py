@@ -1,0 +1,187 @@
+"""Discrete Fourier transforms: the one complex-to-complex primitive (``fft_c2c``) and its launches.
+
+Kernels (``cl_kernels/fft.cl.mako``): a batched 1-d Stockham autosort FFT along the contiguous last dim for sizes
+whose prime factors are 2, 3, 5 and 7 (one pass per radix, radix 4 for pairs of twos; E. Bainville, "OpenCL Fast
+Fourier Transform", 2010, for the pass's indexing), and Bluestein's chirp-z transform for every other size
+(L. Bluestein, 1970: ``X_k = c_k sum_j (x_j c_j) conj(c_{k-j})`` with the chirp ``c_m = exp(-i pi m^2 / n)``, a
+circular convolution of power-of-two length M >= 2n - 1 done with the Stockham kernel). Twiddle and chirp tables
+are computed in double on the host (angles from ``t mod n`` and ``m^2 mod 2n``, exact integers) and kept per
+size and device.
+
+``fft_c2c(x, dims, inverse, scale)`` transforms a complex tensor along each of ``dims`` in turn (a dim that is not
+last is moved last, made contiguous, transformed and moved back) and multiplies by ``scale``. Its derivative is
+the adjoint: the opposite-direction transform of the cotangent with the same scale. Every function of
+``cltorch.fft`` (r2c, c2r, Hermitian, n-d, padding with ``n``/``s``) is composed of this primitive and
+differentiable real ops, so their gradients follow.
+"""
+import math
+
+import numpy as np
+
+from .. import _dtype as D
+from .._dispatch import call, register
+from .._tensor import Tensor
+
+__all__ = ["fft_c2c", "smooth_factors"]
+
+_L = np.int64
+_tables = {}      # (device, dtype name, kind, n) -> Tensor
+
+
+def smooth_factors(n):
+    """The Stockham pass radices for n (4s first, then 2, 3, 5, 7), or None when n has another prime factor."""
+    out = []
+    while n % 4 == 0:
+        out.append(4)
+        n //= 4
+    for r in (2, 3, 5, 7):
+        while n % r == 0:
+            out.append(r)
+            n //= r
+    return out if n == 1 else None
+
+
+def _table(device, cdt, kind, n, M=0, sign=-1):
+    key = (device, cdt.name, kind, n, M, sign)
+    t = _tables.get(key)
+    if t is None:
+        from .creation import tensor
+        if kind == "tw":        # exp(-2 pi i t / n)
+            a = np.exp(-2j * np.pi * (np.arange(n) / n))
+        elif kind == "chirp":   # c_m = exp(sign i pi (m^2 mod 2n) / n)
+            a = _chirp(n, sign)
+        else:                   # "kernel": FFT_M of b, b_m = conj(c_m) at m and at M - m
+            c = np.conj(_chirp(n, sign))
+            b = np.zeros(M, np.complex128)
+            b[:n] = c
+            b[M - n + 1:] = c[1:][::-1]
+            a = np.fft.fft(b)
+        t = _tables[key] = tensor(a.astype(cdt.np), device=device)
+    return t
+
+
+def _chirp(n, sign):
+    m = np.arange(n, dtype=np.int64)
+    return np.exp(sign * 1j * np.pi * ((m * m) % (2 * n)) / n)
+
+
+def _kernel(rt, cdt, kind, R=0, sign=0):
+    T = "double" if cdt is D.complex128 else "float"
+    st = np.float64 if T == "double" else np.float32
+    args = {"pass": [None, _L, None, _L, None, _L, _L, _L, st], "chirp_in": [None, _L, None, None, _L, _L],
+            "spectrum_mul": [None, None, _L, st], "chirp_out": [None, None, _L, None, _L, _L, st]}[kind]
+    name = {"pass": "fft_pass"}.get(kind, kind)
+    return rt.kernel("fft.cl.mako", name, args, T=T, kernel=kind, R=R, sign=sign), st
+
+
+def _empty_like(x, shape=None):
+    from .._storage import Storage
+    shape = x._shape if shape is None else shape
+    return Tensor._make(Storage.empty(math.prod(shape), x.dtype, x.device), shape)
+
+
+def _stockham(x, out, n, batch, inverse, scale, x_off=0):
+    """out (contiguous, batch x n, not x) = scale * DFT_n(x) (``inverse``: the unnormalized inverse) with the
+    Stockham passes; n must be smooth. The passes ping-pong between ``out`` and one scratch buffer, arranged so
+    that the last one writes ``out``."""
+    rt = out._storage.runtime()
+    cdt = x.dtype
+    radices = smooth_factors(n)
+    if not radices:         # n == 1: a scaled copy
+        from .views import _copy_into
+        _copy_into(out.view(-1), x.reshape(-1))
+        k, st = _kernel(rt, cdt, "spectrum_mul")
+        rt.launch(k, (1, batch), None, out._storage.cl_buffer(), _table(x.device, cdt, "tw", 1)._storage.cl_buffer(),
+                  1, st(scale))
+        return out
+    tw = _table(x.device, cdt, "tw", n)
+    sign = 1 if inverse else -1
+    scratch = _empty_like(out, (batch * n,)) if len(radices) > 1 else None
+    P = len(radices)
+    src, src_off, ns = x, x_off, 1
+    for i, R in enumerate(radices):
+        dst = out if (P - 1 - i) % 2 == 0 else scratch
+        k, st = _kernel(rt, cdt, "pass", R, sign)
+        rt.launch(k, (n // R, batch), None, src._storage.cl_buffer(), src_off, dst._storage.cl_buffer(), 0,
+                  tw._storage.cl_buffer(), n, ns, n // (ns * R), st(scale if i == P - 1 else 1.0))
+        src, src_off = dst, 0
+        ns *= R
+    return out
+
+
+def _bluestein(x, out, n, batch, inverse, scale):
+    """out = scale * DFT_n(x) for any n, through a power-of-two circular convolution (see the module docstring);
+    the inverse uses the conjugate chirp."""
+    rt = out._storage.runtime()
+    cdt = x.dtype
+    M = 1 << (2 * n - 2).bit_length()
+    sign = 1 if inverse else -1
+    chirp = _table(x.device, cdt, "chirp", n, sign=sign)
+    spec = _table(x.device, cdt, "kernel", n, M, sign=sign)
+    a = _empty_like(x, (batch * M,))
+    k, _ = _kernel(rt, cdt, "chirp_in")
+    rt.launch(k, (M, batch), None, x._storage.cl_buffer(), x._offset, a._storage.cl_buffer(),
+              chirp._storage.cl_buffer(), n, M)
+    A = _empty_like(x, (batch * M,))
+    _stockham(a, A, M, batch, False, 1.0)
+    k, st = _kernel(rt, cdt, "spectrum_mul")
+    rt.launch(k, (M, batch), None, A._storage.cl_buffer(), spec._storage.cl_buffer(), M, st(1.0 / M))
+    _stockham(A, a, M, batch, True, 1.0)
+    k, st = _kernel(rt, cdt, "chirp_out")
+    rt.launch(k, (n, batch), None, a._storage.cl_buffer(), out._storage.cl_buffer(), out._offset,
+              chirp._storage.cl_buffer(), n, M, st(scale))
+    return out
+
+
+def _fft_last(x, inverse, scale):
+    """The 1-d transform of a complex tensor along its last dim (no autograd); returns a new contiguous tensor."""
+    x = x.contiguous()
+    n = x._shape[-1]
+    batch = x.numel() // n if n else 0
+    out = _empty_like(x)
+    if batch == 0:
+        return out
+    if smooth_factors(n) is not None:
+        out = _stockham(x, out, n, batch, inverse, scale, x_off=x._offset)
+    else:
+        out = _bluestein(x, out, n, batch, inverse, scale)
+    if x._storage.host is not None:
+        out._storage.runtime().synchronize()     # cpu tensors: synchronous
+    return out
+
+
+def _c2c_fwd(ctx, x, dims, inverse, scale):
+    if ctx is not None:
+        ctx.dims, ctx.inverse, ctx.scale = dims, inverse, scale
+    if not dims:
+        return x.clone() if scale == 1 else _scaled(x, scale)
+    from .views import movedim
+    y = x
+    for i, d in enumerate(dims):
+        s = scale if i == len(dims) - 1 else 1.0
+        if d == x.dim() - 1:
+            y = _fft_last(y, inverse, s)
+        else:
+            y = movedim(_fft_last(movedim(y, d, -1), inverse, s), -1, d)
+    return y
+
+
+def _scaled(x, scale):
+    from .complex import real_view, complex_view
+    return complex_view(real_view(x.contiguous()) * scale)
+
+
+def _c2c_bwd(ctx, g):
+    if not g.dtype.is_complex:
+        from .complex import complex as mk
+        g = mk(g, g * 0)
+    return call(_c2c_op, g, ctx.dims, not ctx.inverse, ctx.scale), None, None, None
+
+
+_c2c_op = register("fft_c2c", _c2c_fwd, _c2c_bwd)
+
+
+def fft_c2c(x, dims, inverse, scale):
+    """scale * the DFT (``inverse``: the unnormalized inverse DFT) of complex ``x`` over ``dims`` (a tuple of
+    non-negative dims), differentiable (the backward is the adjoint transform)."""
+    return call(_c2c_op, x, tuple(dims), bool(inverse), float(scale))
