@@ -185,9 +185,11 @@ def _flatten(out):
 def _np(t):
     import torch
     if isinstance(t, torch.Tensor):
-        return t.detach().cpu().resolve_conj().numpy()
+        t = t.detach().cpu().resolve_conj()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()   # numpy has no bfloat16
     if isinstance(t, cltorch.Tensor):
-        return np.asarray(t.detach().cpu().numpy())
+        t = t.detach().cpu()
+        return np.asarray((t.float() if t.dtype == cltorch.bfloat16 else t).numpy())
     return np.asarray(t)
 
 

@@ -29,7 +29,7 @@ accumulating ops run the kernels on the host's OpenCL device.
 import numpy as np
 
 from .. import _dtype as D
-from .._dispatch import call, register
+from .._dispatch import call, register, is_grad_enabled
 from .._storage import Storage
 from .._tensor import Tensor
 from ._util import method
@@ -645,11 +645,24 @@ def _dim_geometry(x, dim, index, it_shape, index_full):
     return x_st, [(index, ist, size, dstr, dim)]
 
 
-def _check_int_index(index, fname, int32_ok=True):
+def _check_int_index(index, fname, int32_ok=True, empty_ok=False):
+    """index must be an int64 (or, with int32_ok, int32) tensor; with empty_ok an empty index of any dtype passes
+    (gather/scatter's rule in PyTorch)."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{fname}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if empty_ok and index.numel() == 0:
+        return
     if index.dtype is not D.int64 and not (int32_ok and index.dtype is D.int32):
         raise RuntimeError(f"{fname}(): Expected dtype int{'32/int' if int32_ok else ''}64 for index")
+
+
+def _index_long(index, device):
+    """index as int64 on ``device`` (gather/scatter accept int32 and empty indices of any dtype)."""
+    if index.dtype is D.int64:
+        return index
+    if index.numel() == 0:
+        return Tensor._empty(index._shape, D.int64, device)
+    return _long_on(index, device)
 
 
 def _same_device(x, *others):
@@ -679,7 +692,7 @@ def _index_select_fwd(ctx, x, dim, index):
         out = Tensor._empty(shape, x.dtype, x.device)
         x_st, idxs = _dim_geometry(xs, dim, idx, shape, False)
         _launch_idx("gather", xs, shape, x_st, idxs, direct=out, direct_st=out._stride)
-    if x.dim() == 0 and index.dim() == 0:
+    if x.dim() == 0:                # a scalar's one entry: 0-d, whatever the index's rank (PyTorch)
         out = out.reshape(())
     return out
 
@@ -703,6 +716,8 @@ def index_select(input, dim, index, *, out=None):  # noqa: A002
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     _same_device(input, index)
+    if input.dim() == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
     dim = _wrap_dim(input, dim)
     r = call(_index_select_op, input, dim, index)
     return r if out is None else out.copy_(r)
@@ -713,6 +728,8 @@ method("index_select", lambda self, dim, index: index_select(self, dim, index))
 
 # ------------------------------------------------------------------------------------------ gather
 def _check_gather(x, dim, index, src=None, fname="gather"):
+    if index.numel() == 0:   # an empty index is not checked against the other shapes (PyTorch's rule)
+        return
     if index.dim() != x.dim() and not (index.dim() <= 1 and x.dim() <= 1):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as {'input' if fname == 'gather' else 'self'} tensor")
     if src is not None and isinstance(src, Tensor) and src.dim() != index.dim() and not (
@@ -772,10 +789,11 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):  # noqa: A002
     """``out[i][j][k] = input[i][index[i][j][k]][k]`` (for dim 1): the result has index's shape. index must be
     int64 with input's number of dims and no larger than input in the other dims; out-of-range entries raise
     IndexError."""
-    _check_int_index(index, "gather", int32_ok=False)
+    _check_int_index(index, "gather", empty_ok=True)
     _same_device(input, index)
     dim = _wrap_dim(input, dim)
     _check_gather(input, dim, index)
+    index = _index_long(index, input.device)
     r = call(_gather_op, input, dim, index)
     return r if out is None else out.copy_(r)
 
@@ -855,7 +873,7 @@ def _scatter_args(x, dim, index, src, value, fname):
         src = value
     if src is None:
         raise TypeError(f"{fname}() missing 1 required argument: 'src' or 'value'")
-    _check_int_index(index, fname, int32_ok=False)
+    _check_int_index(index, fname, empty_ok=True)
     _same_device(x, index)
     dim = _wrap_dim(x, dim)
     if isinstance(src, Tensor):
@@ -865,7 +883,7 @@ def _scatter_args(x, dim, index, src, value, fname):
     elif not isinstance(src, (bool, int, float)):
         src = float(src)
     _check_gather(x, dim, index, src, fname)
-    return dim, src
+    return dim, src, _index_long(index, x.device)
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):  # noqa: A002
@@ -874,7 +892,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):  # noqa: A
     indices without reduce leave one of the written values (unspecified which, as in PyTorch)."""
     if reduce not in (None, "add", "multiply"):
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
-    dim, src = _scatter_args(input, dim, index, src, value, "scatter")
+    dim, src, index = _scatter_args(input, dim, index, src, value, "scatter")
     return call(_scatter_op, input, dim, index, src, reduce)
 
 
@@ -894,7 +912,7 @@ def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
     """In-place ``scatter``."""
     if reduce not in (None, "add", "multiply"):
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
-    dim, src = _scatter_args(self, dim, index, src, value, "scatter_")
+    dim, src, index = _scatter_args(self, dim, index, src, value, "scatter_")
     r = _inplace(self, "scatter_", lambda s, sr: call(_scatter_op, s, dim, index, sr, reduce), src)
     if r is not None:
         return r
@@ -923,14 +941,14 @@ _scatter_add_op = register("scatter_add", _scatter_add_fwd, _scatter_add_bwd)
 def scatter_add(input, dim, index, src):  # noqa: A002
     """Out-of-place ``scatter_add``: a copy of input with ``copy[i][index[i][j]] += src[i][j]`` (dim 1); every
     duplicate index adds (atomically on the device)."""
-    dim, src = _scatter_args(input, dim, index, src, None, "scatter_add")
+    dim, src, index = _scatter_args(input, dim, index, src, None, "scatter_add")
     if not isinstance(src, Tensor):
         raise TypeError("scatter_add(): argument 'src' must be Tensor")
     return call(_scatter_add_op, input, dim, index, src)
 
 
 def scatter_add_(self, dim, index, src):
-    dim, src = _scatter_args(self, dim, index, src, None, "scatter_add_")
+    dim, src, index = _scatter_args(self, dim, index, src, None, "scatter_add_")
     r = _inplace(self, "scatter_add_", lambda s, sr: call(_scatter_add_op, s, dim, index, sr), src)
     if r is not None:
         return r
@@ -1028,7 +1046,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     original values out of the reduction at positions that receive values. Integer 'mean' floors."""
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    dim, src = _scatter_args(input, dim, index, src, None, "scatter_reduce")
+    dim, src, index = _scatter_args(input, dim, index, src, None, "scatter_reduce")
     if not isinstance(src, Tensor):
         raise TypeError("scatter_reduce(): argument 'src' must be Tensor")
     return call(_scatter_reduce_op, input, dim, index, src, reduce, bool(include_self))
@@ -1037,7 +1055,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    dim, src = _scatter_args(self, dim, index, src, None, "scatter_reduce_")
+    dim, src, index = _scatter_args(self, dim, index, src, None, "scatter_reduce_")
     r = _inplace(self, "scatter_reduce_",
                  lambda s, sr: call(_scatter_reduce_op, s, dim, index, sr, reduce, bool(include_self)), src)
     if r is not None:
@@ -1231,8 +1249,15 @@ def _fill_value(value):
 
 
 def index_fill(input, dim, index, value):  # noqa: A002
-    """Out-of-place ``index_fill``: the slices at ``index`` along ``dim`` set to the scalar ``value``."""
+    """Out-of-place ``index_fill``: the slices at ``index`` along ``dim`` set to ``value`` (a number or a 0-d
+    tensor; a 0-d tensor that requires grad gets the sum of the gradient over the filled slices)."""
     dim = _index_args(input, dim, index, None, "index_fill")
+    if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
+        _fill_value(value)                                   # the 0-d check
+        from .pointwise import where
+        mask = call(_index_fill_op, Tensor._empty(input._shape, D.bool, input.device).fill_(False), dim, index,
+                    True)
+        return where(mask, value.to(input.dtype), input)
     return call(_index_fill_op, input, dim, index, _fill_value(value))
 
 
@@ -1419,9 +1444,12 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     """``gather`` after broadcasting input and indices in every dim but ``dim``; with ``dim=None`` both are
     flattened."""
     _check_int_index(indices, "take_along_dim", int32_ok=False)
-    if dim is None:
+    if dim is None:     # flattened: negative entries raise, as in PyTorch
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     dim = _wrap_dim(input, dim)
+    if indices.numel():   # negative entries count from the end of dim (PyTorch wraps them, gather does not)
+        n = input._shape[dim] if input.dim() else 1
+        indices = indices + (indices < 0).to(D.int64) * n
     if input.dim() != indices.dim():
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
                            f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for indices")

@@ -140,7 +140,7 @@ def matmul(input, other, *, out=None):  # noqa: A002
         r = matmul_nd(a.unsqueeze(0), b).squeeze(-2)
     elif b.dim() == 1:
         r = matmul_nd(a, b.unsqueeze(1)).squeeze(-1)
-    elif b.dim() == 2 and a.dim() > 2 and a.is_contiguous():
+    elif b.dim() == 2 and a.dim() > 2 and a.is_contiguous() and a.numel():
         # fold the batch into M: one GEMM
         r = matmul_nd(a.reshape(-1, a._shape[-1]), b).reshape(*a._shape[:-1], b._shape[-1])
     else:
@@ -255,6 +255,18 @@ def tensordot(a, b, dims=2):
         da, db = [list(x) if isinstance(x, (list, tuple)) else [x] for x in dims]
     da = [d % a.dim() for d in da]
     db = [d % b.dim() for d in db]
+    if len(da) != len(db):
+        raise RuntimeError(f"both dimension lists should have same length, got {len(da)} and {len(db)}")
+    for i, j in zip(da, db):   # a contracted size 1 against n sums the other operand over it (PyTorch's rule)
+        sa, sb = a._shape[i], b._shape[j]
+        if sa != sb:
+            if sa == 1:
+                b = b.sum(j, keepdim=True)
+            elif sb == 1:
+                a = a.sum(i, keepdim=True)
+            else:
+                raise RuntimeError(f"contracted dimensions need to match, but first has size {sa} in dim {i} and "
+                                   f"second has size {sb} in dim {j}")
     fa = [d for d in range(a.dim()) if d not in da]
     fb = [d for d in range(b.dim()) if d not in db]
     A = a.permute(*fa, *da).reshape(_prod([a._shape[d] for d in fa]), -1)

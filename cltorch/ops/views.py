@@ -397,6 +397,8 @@ def unfold(x, dimension, size, step):
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     cnt = (n - size) // step + 1
+    if x.dim() == 0:     # a 0-d tensor unfolds to shape (size,) (size is 0 or 1)
+        return strided_view(x, [size], [1], x._offset, lambda t, a=d, b=size, c=step: unfold(t, a, b, c))
     shape = list(x._shape)
     stride = list(x._stride)
     shape[d] = cnt
@@ -440,11 +442,24 @@ def unbind(x, dim=0):
     return tuple(select(x, d, i) for i in range(x._shape[d]))
 
 
-def atleast_1d(x):
+def atleast_1d(*tensors):
+    """``atleast_1d(t)`` views a 0-d tensor as shape (1,); several tensors, or one list/tuple of them, give a
+    tuple (PyTorch's overloads)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(atleast_1d(t) for t in tensors[0])
+    if len(tensors) != 1:
+        return tuple(atleast_1d(t) for t in tensors)
+    x = tensors[0]
     return x.reshape(1) if x.dim() == 0 else x
 
 
-def atleast_2d(x):
+def atleast_2d(*tensors):
+    """``atleast_2d(t)``: 0-d -> (1, 1), (N,) -> (1, N); several tensors or one list/tuple give a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(atleast_2d(t) for t in tensors[0])
+    if len(tensors) != 1:
+        return tuple(atleast_2d(t) for t in tensors)
+    x = tensors[0]
     return x.reshape(1, -1) if x.dim() < 2 else x
 
 
@@ -559,6 +574,12 @@ def to(x, *args, non_blocking=False, copy=False, **kw):
     """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` or ``to(memory_format=...)``; returns
     self when nothing changes. ``memory_format`` (default preserve_format) lays a copy out as ``clone`` does."""
     mf = kw.pop("memory_format", None)
+    flags = [a for a in args if isinstance(a, bool)]     # to(device, dtype, non_blocking, copy), positionally
+    if len(flags) > 2:
+        raise TypeError(f"to() received an invalid combination of arguments: {len(flags)} bool arguments")
+    if len(flags) > 1:
+        copy = flags[1]
+    args = [a for a in args if not isinstance(a, bool)]
     dtype, device = _parse_to(args, kw)
     dtype = D.to_dtype(dtype) if dtype is not None else x.dtype
     device = canonical(device) if device is not None else x.device
@@ -706,7 +727,7 @@ method("cuda", lambda self, *a, **k: to(self, "cuda"))
 for _n, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("long", D.int64),
                 ("int", D.int32), ("short", D.int16), ("char", D.int8), ("byte", D.uint8), ("bool", D.bool),
                 ("bfloat16", D.bfloat16)):
-    method(_n, lambda self, _dt=_dt: to(self, _dt))
+    method(_n, lambda self, memory_format=preserve_format, _dt=_dt: to(self, _dt, memory_format=memory_format))
 method("new_tensor", lambda self, data, dtype=None, device=None, requires_grad=False: __import__(
     "cltorch").tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad))
 
