@@ -18,7 +18,7 @@ geqrf                                       host numpy.linalg.qr(mode='raw') (no
 linalg.matrix_exp, matrix_exp               host numpy in float64: degree-18 Taylor + scaling and squaring;
                                             backward: matrix_exp of a 2n x 2n block matrix
 svd_lowrank, pca_lowrank                    composed: randomized range finder (Halko et al. 2009, alg. 5.1)
-linalg.ldl_factor(_ex), ldl_solve           host numpy code: Bunch-Kaufman (LAPACK sytf2's pivoting, lower)
+linalg.ldl_factor(_ex), ldl_solve           host numpy code (lapack_ldl.py): Bunch-Kaufman, LAPACK's pivots
 linalg.eig, eigvals                         NotImplementedError: needs complex64 tensors
 ==========================================  ==================================================================
 """
