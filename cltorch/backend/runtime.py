@@ -54,6 +54,10 @@ BF16_TEMPLATES = frozenset({"elementwise.cl.mako"})
 class Runtime:
     """Context, queue, pool and kernel cache of one OpenCL device (``info`` is its DeviceInfo)."""
 
+    # The recorder of ``cltorch._capture`` while a capture is under way (a class attribute, so runtimes made
+    # during the capture record too), else None: the one test the launch path pays when not recording.
+    capture = None
+
     def __init__(self, info):
         import pyopencl as cl
         import pyopencl.tools as cltools
@@ -115,6 +119,7 @@ class Runtime:
             prg = self.program(template, options, **params)
             k = cl.Kernel(prg, name)
             k.set_scalar_arg_dtypes(arg_dtypes)
+            k._cltorch_src = (template, name, params, tuple(arg_dtypes), options)   # for capture and fusion
             self._kernels[key] = k
         return k
 
@@ -122,7 +127,10 @@ class Runtime:
         """Enqueue a kernel; marks the queue as having pending work.
 
         Holds the runtime's lock: a pyopencl Kernel call sets the arguments on the shared Kernel object and then
-        enqueues, and another thread launching the same kernel in between would swap in its own arguments."""
+        enqueues, and another thread launching the same kernel in between would swap in its own arguments.
+        While ``cltorch._capture`` records, the recorder logs the launch and enqueues it (or only logs it)."""
+        if self.capture is not None:
+            return self.capture.launch(self, k, gsize, lsize, args)
         with self.lock:
             self.pending = True
             ev = k(self.queue, gsize, lsize, *args)
@@ -169,6 +177,8 @@ class Runtime:
         ``cltorch.cl.synchronize()``), not at the op. ``CLTORCH_LAUNCH_BLOCKING=1`` checks at the op instead.
         ``key``: one pending check per key (a flag buffer that many launches share).
         """
+        if self.capture is not None and self.capture.defer_check(self, check, key):
+            return
         if _LAUNCH_BLOCKING:
             self.synchronize()
             check()

@@ -1,0 +1,557 @@
+"""``cltorch.compile``: capture a function's device work, check it, fuse it, and replay it per input signature.
+
+This is the front of the ``_capture`` package (the floor of ``cltorch.compile`` itself): it knows Modules and
+Optimizers by their attributes (``_parameters``/``_modules``, ``param_groups``/``state``) and imports
+``cltorch.optim`` only to mark optimizer steps, lazily. Below it, ``trace`` records and ``graph`` replays.
+
+Per guard signature (see :meth:`CompiledFunction._key`) a call goes through four stages, as TinyJit does:
+
+1. **eager warm-up**: the first call runs eagerly, so lazily made state (gradients, optimizer moments) exists;
+2. **capture A**, 3. **capture B**: two eager runs under a recorder, each on private static copies of the tensor
+   inputs. The traces must match up to buffer renaming: a difference means Python-side state or control flow
+   changes between calls, and a scalar kernel argument that differs (a random-number offset, a value read from
+   a host tensor) is a value replay would freeze. Either falls back to eager for this signature with a one-time
+   message naming the op; so do host reads (``.item()``), kernels on ``cpu`` tensors and an lr scheduler stepped
+   inside the function. Scalars inside an optimizer's ``step`` (lr, bias corrections from the step count) may
+   vary: they are re-derived per replay by running that step's Python in a dry run that records the
+   arguments it would launch with, without launching (its step counters advance as in eager).
+4. **replay**: new inputs are copied into the static input buffers, the trace (fused, see ``fusion``) is
+   enqueued, the parameters' ``.grad`` are set to the tensors the capture left there (whose buffers the replay
+   writes), and tensor outputs are returned as fresh copies (a later replay overwrites the captured ones).
+"""
+import functools
+import sys
+import warnings
+from collections import OrderedDict
+
+from . import trace as _trace
+from .graph import Graph
+
+__all__ = ["CompiledFunction", "compile_fn", "CACHE_SIZE", "reset", "stats"]
+
+CACHE_SIZE = 8          # captured signatures per compiled function (torch's default recompile limit is 8)
+MAX_RETRIES = 2         # traces that differ from the previous one before a signature falls back
+_all = []               # weak list of compiled functions, for reset()
+_STATS = {"captures": 0, "replays": 0, "fallbacks": 0}
+
+
+def stats():
+    """Counters since import: captures made, replays run, signatures fallen back to eager."""
+    return dict(_STATS)
+
+
+def reset():
+    """Drop every compiled function's captured graphs (``torch.compiler.reset``)."""
+    import weakref  # noqa: F401
+    for ref in list(_all):
+        cf = ref()
+        if cf is not None:
+            cf.cache.clear()
+
+
+class Unsupported(RuntimeError):
+    """What ``fullgraph=True`` raises where the default falls back to eager (torch._dynamo's Unsupported)."""
+
+
+# ---------------------------------------------------------------------- what a function closes over
+def _is_module(x):
+    return hasattr(x, "_parameters") and hasattr(x, "_modules") and hasattr(x, "forward")
+
+
+def _is_optimizer(x):
+    return hasattr(x, "param_groups") and hasattr(x, "state") and hasattr(x, "step")
+
+
+def _is_tensor(x):
+    from .._tensor import Tensor
+    return isinstance(x, Tensor)
+
+
+def _roots(fn):
+    """The objects ``fn`` can reach without arguments: bound self, partial arguments, closure cells, the globals
+    its code (and nested code) names, its defaults."""
+    out = []
+    f = fn
+    while True:
+        if isinstance(f, functools.partial):
+            out += list(f.args) + list(f.keywords.values())
+            f = f.func
+        elif hasattr(f, "__self__") and hasattr(f, "__func__"):
+            out.append(f.__self__)
+            f = f.__func__
+        else:
+            break
+    code = getattr(f, "__code__", None)
+    if code is None:
+        if hasattr(f, "__call__") and not isinstance(f, type):
+            out.append(f)
+        return out
+    for c in f.__closure__ or ():
+        try:
+            out.append(c.cell_contents)
+        except ValueError:
+            pass
+    g = getattr(f, "__globals__", {})
+    stack = [code]
+    while stack:
+        co = stack.pop()
+        for name in co.co_names:
+            v = g.get(name)
+            if v is not None and not isinstance(v, type(sys)):
+                out.append(v)
+        stack += [c for c in co.co_consts if hasattr(c, "co_names")]
+    out += list(f.__defaults__ or ())
+    return out
+
+
+def _classify(roots):
+    """(modules, optimizers, loose tensors) among ``roots``, looking one level into containers and plain
+    objects (``self.model``, ``self.opt`` of a trainer object) and at schedulers' optimizers."""
+    mods, opts, tens, seen = [], [], [], set()
+
+    def visit(x, depth):
+        if id(x) in seen or x is None or isinstance(x, (int, float, str, bytes, bool, type)) or callable(x) and \
+                not (_is_module(x) or hasattr(x, "__dict__")):
+            return
+        seen.add(id(x))
+        if _is_tensor(x):
+            tens.append(x)
+        elif _is_module(x):
+            mods.append(x)
+        elif _is_optimizer(x):
+            opts.append(x)
+        elif hasattr(x, "optimizer") and _is_optimizer(getattr(x, "optimizer", None)):
+            visit(x.optimizer, depth)
+        elif depth < 1:
+            if isinstance(x, (list, tuple, set)):
+                for v in x:
+                    visit(v, depth + 1)
+            elif isinstance(x, dict):
+                for v in x.values():
+                    visit(v, depth + 1)
+            elif hasattr(x, "__dict__") and not isinstance(x, type(sys)) and not callable(x):
+                for v in vars(x).values():
+                    visit(v, depth + 1)
+
+    for r in roots:
+        visit(r, 0)
+    return mods, opts, tens
+
+
+def _walk(mods):
+    """Every submodule of ``mods`` once, and their parameters and buffers (tensors, once each)."""
+    seen, ms, ts, tseen = set(), [], [], set()
+    stack = list(reversed(mods))
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        ms.append(m)
+        for d in (m._parameters, m._buffers):
+            for t in d.values():
+                if t is not None and id(t) not in tseen:
+                    tseen.add(id(t))
+                    ts.append(t)
+        stack += [c for c in reversed(list(m._modules.values())) if c is not None]
+    return ms, ts
+
+
+def _hyper(opts):
+    """The optimizers' hyperparameters (every group's options but the params) as a comparable tuple."""
+    out = []
+    for o in opts:
+        for g in o.param_groups:
+            out.append(tuple(sorted((k, v if isinstance(v, (int, float, bool, str, type(None))) else
+                                     tuple(v) if isinstance(v, tuple) else id(v))
+                                    for k, v in g.items() if k != "params")))
+    return tuple(out)
+
+
+def _flags(opts):
+    """What of the hyperparameters picks a kernel variant: each number's zero-ness, every other option as is."""
+    out = []
+    for o in opts:
+        for g in o.param_groups:
+            out.append(tuple(sorted((k, (v != 0) if isinstance(v, (int, float)) and not isinstance(v, bool) else
+                                     v if isinstance(v, (bool, str, type(None))) else type(v).__name__)
+                                    for k, v in g.items() if k != "params")))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------- pytrees of arguments and outputs
+def _flatten(x, leaves):
+    if isinstance(x, (list, tuple)):
+        return (type(x), tuple(_flatten(v, leaves) for v in x))
+    if isinstance(x, dict):
+        return (dict, tuple((k, _flatten(v, leaves)) for k, v in x.items()))
+    leaves.append(x)
+    return None
+
+
+def _unflatten(spec, it):
+    if spec is None:
+        return next(it)
+    kind, items = spec
+    if kind is dict:
+        return {k: _unflatten(s, it) for k, s in items}
+    vals = [_unflatten(s, it) for s in items]
+    if kind is tuple or kind is list:
+        return kind(vals)
+    try:
+        return kind(*vals)         # namedtuples
+    except TypeError:
+        return kind(vals)
+
+
+def _sig(x):
+    if _is_tensor(x):
+        return ("T", x.dtype, x._shape, x._stride, x.device, x.requires_grad)
+    if isinstance(x, (int, float, bool, str, type(None))):
+        return (type(x), x)
+    return ("obj", type(x), id(x))
+
+
+# ---------------------------------------------------------------------- the compiled function
+class _Fallback(Exception):
+    pass
+
+
+class _Entry:
+    """The capture state of one guard signature."""
+
+    __slots__ = ("stage", "prev", "retries", "graph", "statics", "out_spec", "out_leaves", "exit_grads",
+                 "entry_grads", "regions", "rederive", "hyper", "reason", "launches_eager")
+
+    def __init__(self):
+        self.stage = 0
+        self.prev = None
+        self.retries = 0
+        self.graph = None
+        self.reason = None
+        self.hyper = None
+        self.launches_eager = None
+
+
+class CompiledFunction:
+    """A function compiled by :func:`compile_fn`; call it as the function. ``graphs()`` gives the replayable
+    graphs per signature (their ``launch_count``)."""
+
+    def __init__(self, fn, *, fullgraph=False, fuse=True, name=None):
+        import weakref
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.fuse = fuse
+        self.name = name or getattr(fn, "__qualname__", repr(fn))
+        self.cache = OrderedDict()
+        self._noted = set()
+        self._classified = (None, None)
+        _all.append(weakref.ref(self))
+        functools.update_wrapper(self, fn, updated=())
+
+    # ------------------------------------------------------------------ guards
+    def _objects(self):
+        roots = _roots(self.fn)
+        rid = tuple(id(r) for r in roots)
+        if self._classified[0] != rid:
+            self._classified = (rid, _classify(roots))
+        return rid, self._classified[1]
+
+    def _key(self, args, kwargs):
+        from .. import _dispatch
+        rid, (mods, opts, loose) = self._objects()
+        ms, ts = _walk(mods)
+        seen = {id(t) for t in ts}
+        for o in opts:
+            for g in o.param_groups:
+                for p in g["params"]:
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        ts.append(p)
+        ts += [t for t in loose if id(t) not in seen]
+        leaves = []
+        spec = _flatten((args, kwargs), leaves)
+        key = [spec, tuple(_sig(x) for x in leaves), _dispatch.is_grad_enabled(), rid,
+               tuple(m.training for m in ms),
+               tuple((id(t._storage), t._shape, t._stride, t.dtype, t.requires_grad, t.grad is None) for t in ts),
+               _flags(opts)]
+        for o in opts:
+            key.append(tuple(id(v._storage) for st in o.state.values() if isinstance(st, dict)
+                             for v in st.values() if _is_tensor(v) and v._storage.host is None))
+        return tuple(key), leaves, spec, ms, ts, opts
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, *args, **kwargs):
+        if _trace.current() is not None:          # called inside another capture: just run
+            return self.fn(*args, **kwargs)
+        try:
+            key, leaves, spec, ms, ts, opts = self._key(args, kwargs)
+            hash(key)
+        except TypeError:
+            return self._eager_note("unhashable arguments", args, kwargs)
+        entry = self.cache.get(key)
+        if entry is None:
+            if len(self.cache) >= CACHE_SIZE:
+                return self._eager_note(f"more than {CACHE_SIZE} input signatures (cache size limit); new "
+                                        "signatures run eagerly", args, kwargs)
+            entry = self.cache[key] = _Entry()
+        else:
+            self.cache.move_to_end(key)
+        if entry.reason is not None:
+            return self.fn(*args, **kwargs)
+        if entry.stage == 3:
+            return self._replay(entry, leaves, spec, ts, opts)
+        if entry.stage == 0:
+            entry.stage = 1
+            return self.fn(*args, **kwargs)
+        try:
+            return self._capture(entry, leaves, spec, ts, opts)
+        except _Fallback as fb:
+            entry.reason = str(fb)
+            _STATS["fallbacks"] += 1
+            self._note(str(fb))
+            return fb.args[1] if len(fb.args) > 1 else None
+
+    def _eager_note(self, why, args, kwargs):
+        if self.fullgraph:
+            raise Unsupported(f"cltorch.compile({self.name}, fullgraph=True): {why}")
+        self._note(why)
+        return self.fn(*args, **kwargs)
+
+    def _note(self, why):
+        if why not in self._noted:
+            self._noted.add(why)
+            warnings.warn(f"cltorch.compile: {self.name} runs eagerly for this input signature: {why}",
+                          RuntimeWarning, stacklevel=3)
+
+    # ------------------------------------------------------------------ capture
+    def _fail(self, why, result):
+        if self.fullgraph:
+            raise Unsupported(f"cltorch.compile({self.name}, fullgraph=True): {why}")
+        raise _Fallback(why, result)
+
+    def _capture(self, entry, leaves, spec, ts, opts):
+        from .._tensor import _no_grad
+        statics, sleaves = [], []
+        for x in leaves:
+            if _is_tensor(x):
+                if x.device.type == "cpu":
+                    self._fail("a cpu tensor argument: cpu ops are synchronous and partly run in numpy, so only "
+                               "cl devices are captured", self.fn(*_unflatten(spec, iter(leaves))[0],
+                                                                  **_unflatten(spec, iter(leaves))[1]))
+                if x.requires_grad:
+                    args, kwargs = _unflatten(spec, iter(leaves))
+                    self._fail("an argument that requires grad (its .grad would land on the static copy)",
+                               self.fn(*args, **kwargs))
+                with _no_grad():
+                    s = x.detach().clone()
+                statics.append((s, x))
+                sleaves.append(s)
+            else:
+                sleaves.append(x)
+        args, kwargs = _unflatten(spec, iter(sleaves))
+        by_param = {id(t): t for t in ts}
+        grads_before = {id(t): t.grad for t in ts}
+        gver_before = {id(t): (t.grad._storage.version if t.grad is not None else None) for t in ts}
+        hyper_before = _hyper(opts)
+        rec = _trace.Recorder(execute=True)
+        handles = self._step_hooks(rec, opts)
+        try:
+            with rec:
+                out = self.fn(*args, **kwargs)
+        finally:
+            for h in handles:
+                h.remove()
+        _STATS["captures"] += 1
+        tr = rec.trace
+        if tr.unsupported:
+            self._fail(tr.unsupported[0], out)
+        if _hyper(opts) != hyper_before:
+            self._fail("the function changes optimizer hyperparameters (an lr scheduler stepped inside it?): call "
+                       "scheduler.step() outside the compiled function", out)
+        grads_changed = any(t.grad is not grads_before[id(t)] or
+                            (t.grad is not None and t.grad._storage.version != gver_before[id(t)]) for t in ts)
+        oleaves = []
+        ospec = _flatten(out, oleaves)
+        for o in oleaves:
+            if _is_tensor(o):
+                if o.requires_grad and not grads_changed:
+                    self._fail("an output that requires grad, with no backward inside: replay cannot build an "
+                               "autograd graph (compile the whole training step, or run under no_grad())", out)
+                if o.device.type == "cpu":
+                    self._fail("a cpu tensor output", out)
+        for r in tr.regions:
+            if r[0][1] or r[0][2]:
+                self._fail(f"{type(r[0][0]).__name__}.step() called with arguments (a closure?)", out)
+        if entry.prev is None:
+            entry.prev = tr
+            return out
+        why, varying = _trace.compare(entry.prev, tr)
+        if why is None:
+            in_region = set()
+            for _, a, b in tr.regions:
+                in_region.update(range(a, b))
+            bad = [(i, j) for i, j in varying if i not in in_region]
+            if bad:
+                k = tr.entries[bad[0][0]][2]
+                lab = _trace.kernel_label(k)
+                hint = " (random numbers: the generator's offset advances each call)" if "philox" in lab else ""
+                self._fail(f"a scalar argument of {lab} changes between calls{hint}: replay would freeze it", out)
+        if why is not None:
+            entry.retries += 1
+            if entry.retries > MAX_RETRIES:
+                self._fail(why, out)
+            entry.prev = tr
+            return out
+        # the two runs agree: keep the second
+        entry.launches_eager = tr.launches()
+        entry.rederive = bool([1 for i, _ in varying])
+        if self.fuse:
+            from .fusion import fuse
+            tr, _ = fuse(tr)
+        try:
+            entry.graph = Graph(tr)
+        except ValueError as e:
+            self._fail(str(e), out)
+        bufs = tr.buffers()
+        entry.statics = [(s._storage.buf, s._offset, s, s.is_contiguous()) for s, _ in statics]
+        entry.entry_grads = [(by_param[pid], g) for pid, g in grads_before.items()
+                             if g is not None and id(g._storage.buf) in bufs]
+        entry.exit_grads = [(t, t.grad) for t in ts]
+        entry.regions = [(r[0][0], r[0][3], a, b) for r, a, b in
+                         ((reg, reg[1], reg[2]) for reg in tr.regions)]
+        entry.hyper = _hyper(opts)
+        state_ids = {id(t) for t in ts}
+        entry.out_spec = ospec
+        entry.out_leaves = [("t", o) if _is_tensor(o) and id(o) in state_ids else
+                            ("c", o._storage.buf, o._offset, o._shape, o._stride, o.dtype, o.device)
+                            if _is_tensor(o) else ("v", o) for o in oleaves]
+        entry.prev = None
+        entry.stage = 3
+        return out
+
+    @staticmethod
+    def _step_hooks(rec, opts):
+        """Mark each optimizer step as a trace region tagged (optimizer, args, kwargs, grads at the step)."""
+        if not opts:
+            return []
+        from ..optim.optimizer import register_optimizer_step_pre_hook, register_optimizer_step_post_hook
+
+        def pre(opt, args, kwargs):
+            grads = [(p, p.grad) for g in opt.param_groups for p in g["params"]]
+            rec.begin_region((opt, tuple(args), dict(kwargs), grads))
+
+        def post(opt, args, kwargs):
+            if rec._region is not None:
+                rec.end_region()
+
+        return [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+
+    # ------------------------------------------------------------------ replay
+    def _replay(self, entry, leaves, spec, ts, opts):
+        import pyopencl as cl
+        g = entry.graph
+        ti = 0
+        for x in leaves:
+            if _is_tensor(x):
+                buf, off, s, contig = entry.statics[ti]
+                ti += 1
+                if contig and x.is_contiguous():
+                    n = s.numel() * s.dtype.itemsize
+                    if n:
+                        rt = s._storage.runtime()
+                        with rt.lock:
+                            cl.enqueue_copy(rt.queue, buf, x._storage.buf, byte_count=n,
+                                            src_offset=x._offset * s.dtype.itemsize, dst_offset=off * s.dtype.itemsize)
+                            rt.pending = True
+                else:
+                    from .._tensor import _no_grad
+                    with _no_grad():
+                        s.copy_(x)
+        for p, eg in entry.entry_grads:
+            if p.grad is not eg:
+                from .._tensor import _no_grad
+                with _no_grad():
+                    eg.copy_(p.grad)
+        if entry.regions and (entry.rederive or _hyper(opts) != entry.hyper):
+            self._rederive(entry)
+            entry.hyper = _hyper(opts)
+        g.replay()
+        _STATS["replays"] += 1
+        for p, gr in entry.exit_grads:
+            if p.grad is not gr:
+                p.grad = gr
+        outs = []
+        for leaf in entry.out_leaves:
+            if leaf[0] == "t" or leaf[0] == "v":
+                outs.append(leaf[1])
+            else:
+                outs.append(_copy_out(*leaf[1:]))
+        return _unflatten(entry.out_spec, iter(outs))
+
+    def _rederive(self, entry):
+        """Run each captured optimizer step's Python without launching, and give its launches' arguments to the
+        graph (the scalars that change per step: lr, bias corrections, the step count)."""
+        g = entry.graph
+        for opt, grads, a, b in entry.regions:
+            saved = [(p, p.grad) for p, _ in grads]
+            for p, gr in grads:
+                if p.grad is not gr:
+                    p.grad = gr
+            dry = _trace.Recorder(execute=False)
+            try:
+                with dry:
+                    opt.step()
+            finally:
+                for p, gr in saved:
+                    if p.grad is not gr:
+                        p.grad = gr
+            want = g.trace.entries[a:b]
+            got = dry.trace.entries
+            ok = not dry.trace.unsupported and len(want) == len(got)
+            if ok:
+                for i, (w, e) in enumerate(zip(want, got)):
+                    if w[0] != e[0] or (w[0] == "k" and (w[2] is not e[2] or w[3] != e[3])):
+                        ok = False
+                        break
+            if not ok:
+                raise RuntimeError(
+                    f"cltorch.compile({self.name}): {type(opt).__name__}.step() no longer launches the work it "
+                    "launched when captured; call cltorch.compiler.reset() after changing the optimizer")
+            for i, (w, e) in enumerate(zip(want, got)):
+                if w[0] == "k" and g.args_of(a + i) != e[5]:
+                    g.set_args(a + i, e[5])
+
+    def graphs(self):
+        """The replayable graphs captured so far (one per signature that reached replay)."""
+        return [e.graph for e in self.cache.values() if e.graph is not None]
+
+    def fallbacks(self):
+        """The reasons signatures fell back to eager."""
+        return [e.reason for e in self.cache.values() if e.reason is not None]
+
+
+def _copy_out(buf, off, shape, stride, dtype, device):
+    """A new tensor holding a copy of the captured output's elements (its strides kept)."""
+    import pyopencl as cl
+    from .._storage import Storage
+    from .._tensor import Tensor
+    extent = 1
+    for s, st in zip(shape, stride):
+        if s == 0:
+            extent = 0
+            break
+        extent += (s - 1) * st
+    st_ = Storage.empty(extent, dtype, device)
+    if extent:
+        rt = st_.runtime()
+        isz = dtype.itemsize
+        with rt.lock:
+            cl.enqueue_copy(rt.queue, st_.buf, buf, byte_count=extent * isz, src_offset=off * isz)
+            rt.pending = True
+    return Tensor._make(st_, shape, stride)
+
+
+def compile_fn(fn, fullgraph=False, fuse=True):
+    """``fn`` compiled (a :class:`CompiledFunction`)."""
+    return CompiledFunction(fn, fullgraph=fullgraph, fuse=fuse)

@@ -1,0 +1,197 @@
+"""Fusing chains of recorded elementwise launches into one kernel of the same template.
+
+A run of consecutive ``elementwise.cl.mako`` launches on the contiguous fast path (rank 0) over the same
+element count on one device becomes one launch when each intermediate output
+
+* is read only by the next launch of the run (at the offset it was written at, in any operand positions),
+* is used by no other entry of the trace (no other write, read, copy or fill), and
+* belongs to no live tensor when the capture ends (no Storage holds the buffer: nothing outside can see it).
+
+The fused expression substitutes each intermediate's (already fused) expression for the consumer's operand.
+When every launch of the run took the vector path with the same width, the expressions are float-typed and
+compose as they are, on the same vector builtins, so the result is bit-identical to the separate launches
+(the template is built with ``FP_CONTRACT OFF``: no multiply-add is formed across the former kernel
+boundaries). Otherwise each substituted value is cast to the type it was stored as and then to the type it
+was loaded as (exactly the rounding the intermediate buffer did), on the scalar path; math builtins may then
+differ from their vector forms by an ulp. Launches inside an optimizer step's region are left alone (their
+arguments are re-derived per replay). The intermediates are then never written, and their buffers are
+released with the unfused trace.
+"""
+import gc
+import re
+
+import numpy as np
+
+from .trace import Trace, _is_buffer
+
+__all__ = ["fuse", "MAX_EXPR"]
+
+MAX_EXPR = 6000          # characters: a longer fused expression ends the run (duplicated operands grow it)
+_X = re.compile(r"\bx(\d+)\b")
+
+
+def _live_buffers():
+    """ids of the buffers that live Storage objects hold."""
+    from .._storage import Storage
+    out = set()
+    for o in gc.get_objects():
+        if o.__class__ is Storage and o.buf is not None:
+            out.add(id(o.buf))
+    return out
+
+
+def _ew(e):
+    """(params, operand list [(kind, st, ct, value, offset)], out buffer, out offset, n) of an eligible launch."""
+    if e[0] != "k":
+        return None
+    src = getattr(e[2], "_cltorch_src", None)
+    if src is None or src[0] != "elementwise.cl.mako" or src[1] != "ew":
+        return None
+    p = src[2]
+    if p.get("rank") != 0 or p.get("run", 1) != 1:
+        return None
+    types = p.get("types", ())
+    if "bfloat16" in types or "half" in types or p.get("out_type") in ("bfloat16", "half"):
+        return None
+    args = e[5]
+    ops, j = [], 2
+    for kind, st, ct in p["operands"]:
+        if kind == "t":
+            ops.append(("t", st, ct, args[j], args[j + 1]))
+            j += 2
+        else:
+            ops.append(("s", st, ct, args[j], None))
+            j += 1
+    if len(args) != j + 1:
+        return None
+    return p, ops, args[0], args[1], args[j]
+
+
+def fuse(trace, live=None):
+    """A new Trace with eligible runs fused (see the module docstring) and ``{old entry: new entry}``."""
+    entries = trace.entries
+    in_region = set()
+    for _, a, b in trace.regions:
+        in_region.update(range(a, b))
+    uses = {}                       # buffer id -> entry indices using it (any role)
+    for i, e in enumerate(entries):
+        if e[0] == "k":
+            bs = [a for a in e[5] if _is_buffer(a)]
+        elif e[0] == "copy":
+            bs = [e[2], e[3]]
+        else:
+            bs = [e[2]]
+        for b in bs:
+            lst = uses.setdefault(id(b), [])
+            if not lst or lst[-1] != i:
+                lst.append(i)
+    infos = [None if i in in_region else _ew(e) for i, e in enumerate(entries)]
+    if sum(1 for x in infos if x is not None) < 2:
+        return trace, {i: i for i in range(len(entries))}
+    if live is None:
+        live = _live_buffers()
+
+    groups, cur = [], []
+    for i, info in enumerate(infos):
+        if info is None:
+            if cur:
+                groups.append(cur)
+            cur = []
+            continue
+        if cur:
+            last = infos[cur[-1]]
+            p, ops, ob, oo, n = info
+            lp, lops, lob, loo, ln = last
+            ok = (entries[i][1] is entries[cur[-1]][1] and n == ln and not lp.get("to_bool")
+                  and id(lob) not in live and uses.get(id(lob)) == [cur[-1], i]
+                  and any(o[0] == "t" and o[3] is lob for o in ops)
+                  and all(o[4] == loo and o[1] == lp["out_type"] for o in ops if o[0] == "t" and o[3] is lob)
+                  and ob is not lob)
+            if ok:
+                cur.append(i)
+                continue
+            groups.append(cur)
+        cur = [i]
+    if cur:
+        groups.append(cur)
+
+    new_entries, remap = [], {}
+    gi = {g[0]: g for g in groups if len(g) > 1}
+    skip = set()
+    for i, e in enumerate(entries):
+        if i in skip:
+            continue
+        g = gi.get(i)
+        fused = _fuse_group(entries, infos, g) if g else None
+        if fused is None:
+            remap[i] = len(new_entries)
+            new_entries.append(e)
+            continue
+        for j in g:
+            remap[j] = len(new_entries)
+            skip.add(j)
+        new_entries.append(fused)
+    out = Trace()
+    out.entries = new_entries
+    out.checks = list(trace.checks)
+    out.unsupported = list(trace.unsupported)
+    out.regions = [(tag, remap.get(a, len(new_entries)), (remap[b - 1] + 1) if b > a else remap.get(a, 0))
+                   for tag, a, b in trace.regions]
+    return out, remap
+
+
+def _fuse_group(entries, infos, g):
+    """The fused launch entry of group ``g`` (entry indices), or None when it cannot be built."""
+    from ..ops.elementwise import _NP_SCALAR
+    rt = entries[g[0]][1]
+    vws = {infos[i][0].get("vw", 0) for i in g}
+    vector = len(vws) == 1 and next(iter(vws)) > 0
+    vw = next(iter(vws)) if vector else 0
+    final_buf, final_off = infos[g[-1]][2], infos[g[-1]][3]
+    for i in g:
+        for o in infos[i][1]:
+            if o[0] == "t" and o[3] is final_buf and o[4] != final_off:
+                return None          # reads the final output at another offset: not elementwise-safe fused
+    spec, fargs, ext = [], [], {}
+    types = set()
+    text = None
+    prev_buf = None
+    prev_ot = None
+    for i in g:
+        p, ops, ob, oo, n = infos[i]
+        types.update(p.get("types", ()))
+        subst = {}
+        for j, (kind, st, ct, val, off) in enumerate(ops):
+            if kind == "t" and val is prev_buf:
+                subst[j] = f"({text})" if vector else f"(({ct})(({prev_ot})({text})))"
+            elif kind == "t":
+                k = (id(val), off, st, ct)
+                if k not in ext:
+                    ext[k] = len(spec)
+                    spec.append(("t", st, ct))
+                    fargs += [val, off]
+                subst[j] = f"x{ext[k]}"
+            else:
+                subst[j] = f"x{len(spec)}"
+                spec.append(("s", st, ct))
+                fargs.append(val)
+        text = _X.sub(lambda m: subst[int(m.group(1))], p["expr"])
+        if len(text) > MAX_EXPR:
+            return None
+        prev_buf, prev_ot = ob, p["out_type"]
+    last = infos[g[-1]][0]
+    n = infos[g[-1]][4]
+    prof = rt.profile
+    epi = prof.get_value("elementwise", "elems_per_item", 1)
+    if vw:
+        epi = max(vw, (epi // vw) * vw)
+    ls = prof.get_value("elementwise", "local_size", 64)
+    argd = [None, np.int64]
+    for kind, st, ct in spec:
+        argd += [None, np.int64] if kind == "t" else [_NP_SCALAR[ct]]
+    argd.append(np.int64)
+    k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=last["out_type"], expr=text,
+                  rank=0, to_bool=last.get("to_bool", False), types=tuple(sorted(types)), epi=epi, vw=vw, run=1)
+    items = (n + epi - 1) // epi
+    gs = ((items + ls - 1) // ls) * ls
+    return ("k", rt, k, (gs,), (ls,), (final_buf, final_off, *fargs, n))

@@ -1,0 +1,109 @@
+"""A replayable :class:`Graph` made from a :class:`~cltorch._capture.trace.Trace`.
+
+Each recorded launch gets its own ``pyopencl.Kernel`` object (a second kernel of the same built program),
+whose arguments are set once here; a replay is then a loop of ``enqueue_nd_range_kernel`` calls, with the
+recorded device copies, fills and host uploads in their places. The graph holds every buffer the trace uses,
+so the intermediates keep their memory between replays (CUDA Graphs' static memory) and the parameters,
+gradients and optimizer states the launches update in place are the real tensors' buffers.
+
+Measured on PoCL (2-core Zen 5): a replayed launch costs about 3 us of host time, against 8.5 us for the same
+kernel called through pyopencl with its arguments and 20-25 us through cltorch's eager dispatch.
+"""
+from .trace import kernel_label
+
+__all__ = ["Graph"]
+
+
+class Graph:
+    """The replayable form of a trace (``Graph(trace)``; ``graph.replay()``).
+
+    ``launch_count``: kernels per replay. ``set_args(i, args)`` replaces entry ``i``'s arguments (used to
+    re-derive an optimizer step's scalars before a replay). Raises ValueError for a trace that cannot be
+    replayed (``trace.unsupported``).
+    """
+
+    def __init__(self, trace):
+        if trace.unsupported:
+            raise ValueError("; ".join(trace.unsupported))
+        import pyopencl as cl
+        self.trace = trace
+        self._ops = []           # (kind, queue, payload...)
+        self._kernels = {}       # entry index -> (Kernel, has preset args)
+        self.runtimes = []
+        for i, e in enumerate(trace.entries):
+            rt = e[1]
+            if rt not in self.runtimes:
+                self.runtimes.append(rt)
+            if e[0] == "k":
+                _, rt, k, gs, ls, args = e
+                kc, preset = self._kernel_for(k, args)
+                self._kernels[i] = (kc, preset, args)
+                if preset:
+                    self._ops.append((0, rt.queue, kc, gs, ls))
+                else:
+                    self._ops.append((1, rt.queue, kc, gs, ls, args))
+            elif e[0] == "copy":
+                self._ops.append((2, rt.queue, e[2], e[3], e[4]))
+            elif e[0] == "fill":
+                self._ops.append((3, rt.queue, e[2], e[3], e[4], e[5]))
+            else:
+                kw = dict(e[4])
+                self._ops.append((4, rt.queue, e[2], e[3], kw))
+        self.launch_count = trace.launches()
+        self._cl = cl
+
+    @staticmethod
+    def _kernel_for(k, args):
+        """A private Kernel of ``k``'s program with ``args`` set (when the scalar types are known)."""
+        import pyopencl as cl
+        src = getattr(k, "_cltorch_src", None)
+        if src is None:
+            return k, False
+        kc = cl.Kernel(k.program, k.function_name)
+        kc.set_scalar_arg_dtypes(list(src[3]))
+        kc.set_args(*args)
+        kc._cltorch_src = src
+        return kc, True
+
+    def labels(self):
+        """The kernel labels of the launches, in order (for messages and tests)."""
+        return [kernel_label(e[2]) for e in self.trace.entries if e[0] == "k"]
+
+    def set_args(self, i, args):
+        kc, preset, old = self._kernels[i]
+        if preset:
+            kc.set_args(*args)
+        else:
+            self._ops[i] = self._ops[i][:5] + (tuple(args),)      # one op per trace entry
+        self._kernels[i] = (kc, preset, tuple(args))
+
+    def args_of(self, i):
+        return self._kernels[i][2]
+
+    def replay(self):
+        """Enqueue the recorded work in order (nothing waits); re-arms the recorded deferred checks."""
+        cl = self._cl
+        enq = cl.enqueue_nd_range_kernel
+        for rt in self.runtimes:
+            rt.lock.acquire()
+        try:
+            for op in self._ops:
+                kind = op[0]
+                if kind == 0:
+                    enq(op[1], op[2], op[3], op[4])
+                elif kind == 1:
+                    op[2](op[1], op[3], op[4], *op[5])
+                elif kind == 2:
+                    cl.enqueue_copy(op[1], op[2], op[3], **op[4])
+                elif kind == 3:
+                    cl.enqueue_fill_buffer(op[1], op[2], op[3], op[4], op[5])
+                else:
+                    cl.enqueue_copy(op[1], op[2], op[3], is_blocking=False, **op[4])
+            for rt in self.runtimes:
+                rt.pending = True
+        finally:
+            for rt in self.runtimes:
+                rt.lock.release()
+        for rt, check, key in self.trace.checks:
+            rt.defer_check(check, key)
+
