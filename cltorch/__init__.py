@@ -74,17 +74,11 @@ import builtins as _builtins  # noqa: E402
 builtins_bool = _builtins.bool
 
 
-_compile_noted = [False]
-
-
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
             disable=False):  # noqa: A001
-    """Returns ``model`` unchanged: cltorch runs eagerly. Prints a one-time note. Works as a decorator too."""
-    if model is None:
-        return lambda m: compile(m)
-    if not _compile_noted[0]:
-        import sys
-        print("cltorch.compile: compilation is not supported; running eagerly (the model is returned unchanged)",
-              file=sys.stderr)
-        _compile_noted[0] = True
-    return model
+    """PyTorch's ``torch.compile``: capture, fuse and replay a Module's forward or a training-step function.
+
+    See :func:`cltorch._capture.api.compile` for the arguments, guards and what falls back to eager."""
+    from ._capture.api import compile as _compile
+    return _compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                    disable=disable)

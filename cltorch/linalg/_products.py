@@ -12,7 +12,7 @@ import math
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..ops._util import method
-from ..ops.reductions import vector_norm as _vector_norm, _ord_text
+from ..ops.reductions import vector_norm as _vector_norm, _ord_text, _scalar_name as _cap
 from ..ops.shape_ops import cross as _cross
 from ..ops.views import diagonal as _diagonal
 
@@ -31,10 +31,6 @@ def _need(name):
     if fn is None:
         raise NotImplementedError(f"cltorch.linalg.{name} is not available, and this function needs it")
     return fn
-
-
-def _cap(dt):
-    return dt.name.capitalize() if dt is not D.bool else "Bool"
 
 
 def _check_square(A, what):

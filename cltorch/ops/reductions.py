@@ -361,6 +361,15 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 # ------------------------------------------------------------------------------------------------ norm, logsumexp
+_SCALAR_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "int64": "Long",
+                 "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _scalar_name(dt):
+    """PyTorch's ScalarType name of a dtype, as its error messages print it (Float, Long, ...)."""
+    return _SCALAR_NAMES.get(dt.name, dt.name.capitalize())
+
+
 def _ord_text(ord):  # noqa: A002
     if ord == math.inf:
         return "inf"
@@ -431,15 +440,15 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{x.dtype.name.capitalize()}")
+                           f"{_scalar_name(x.dtype)}")
     if dtype is not None:
         dt = D.to_dtype(dtype)
         if not dt.is_floating_point:
             raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got "
-                               f"{dt.name.capitalize()}")
+                               f"{_scalar_name(dt)}")
         if D.promote_types(x.dtype, dt) is not dt:
-            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({x.dtype.name.capitalize()}) should "
-                               f"be convertible without narrowing to the specified dtype ({dt.name.capitalize()})")
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({_scalar_name(x.dtype)}) should "
+                               f"be convertible without narrowing to the specified dtype ({_scalar_name(dt)})")
         if dt is not x.dtype:
             x = x.to(dt)
     dims = normalize_dims(dim, x.dim())
