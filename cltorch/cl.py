@@ -9,7 +9,7 @@ from .backend import OutOfMemoryError, KernelBuildError
 __all__ = ["is_available", "device_count", "get_device_name", "get_device_properties", "current_device",
            "set_device", "synchronize", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
            "empty_cache", "set_per_process_memory_fraction", "OutOfMemoryError", "KernelBuildError",
-           "memory_reserved", "get_device_capability"]
+           "memory_reserved", "get_device_capability", "CLGraph", "graph", "is_current_stream_capturing"]
 
 _current = [None]
 
@@ -119,3 +119,17 @@ def set_per_process_memory_fraction(fraction, device=None):
         raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
     rt = backend.runtime(_idx(device))
     rt.limit = int(rt.info.global_mem * fraction)
+
+
+def __getattr__(name):
+    # CLGraph and graph live in cltorch._capture (loaded on first use)
+    if name in ("CLGraph", "graph"):
+        from ._capture import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'cltorch.cl' has no attribute {name!r}")
+
+
+def is_current_stream_capturing():
+    """True while this thread records a ``cltorch.cl.graph`` block or a ``cltorch.compile`` capture run."""
+    from ._capture import is_capturing
+    return is_capturing()

@@ -1,6 +1,8 @@
-"""PyTorch's ``torch.compiler``: cltorch compiles no graphs, so ``is_compiling()`` is always False and the
-decorators that steer the compiler (``disable``, ``allow_in_graph``, ``assume_constant_result``) return the function
-unchanged. ``compile`` is ``cltorch.compile`` (eager, with a one-time note)."""
+"""PyTorch's ``torch.compiler``. ``compile`` is ``cltorch.compile`` (capture and replay of recorded kernels, see
+``cltorch/_capture``); ``is_compiling()`` is True while a compiled function or a ``cltorch.cl.graph`` block is
+being captured; ``reset()`` drops the captured graphs. The decorators that steer a tracing compiler (``disable``,
+``allow_in_graph``, ``assume_constant_result``) return the function unchanged: capture records kernels, not
+Python, so there is nothing to steer (a function marked ``disable`` still has its kernels recorded)."""
 __all__ = ["compile", "disable", "allow_in_graph", "assume_constant_result", "is_compiling", "is_dynamo_compiling",
            "is_exporting", "reset"]
 
@@ -30,8 +32,9 @@ def assume_constant_result(fn):
 
 
 def is_compiling():
-    """False: code never runs under a graph compiler here."""
-    return False
+    """True while this thread runs a function under capture (cltorch.compile's capture runs, cltorch.cl.graph)."""
+    from ._capture import is_capturing
+    return is_capturing()
 
 
 def is_dynamo_compiling():
@@ -43,4 +46,6 @@ def is_exporting():
 
 
 def reset():
-    """Nothing to reset: no compiled graphs are cached."""
+    """Drop every compiled function's captured graphs; the next calls capture again."""
+    from ._capture.compile import reset as _reset
+    _reset()
