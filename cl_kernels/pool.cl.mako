@@ -162,7 +162,7 @@ ${grid3("p", "_y", "pl", "OHW", "1")}
 
 // ------------------------------------------------------------------------------------------- average pooling
 // Regular windows follow PyTorch's CPU avg_pool2d: the window [h0, h0 + KH) is cut at H + ph (that size is
-// the divisor with count_include_pad), then at [0, H) (the divisor without); divisor_override (> 0) wins.
+// the divisor with count_include_pad), then at [0, H) (the divisor without); divisor_override (non-zero) wins.
 // A window with no element gives 0.
 inline int avg_window(int o, int s, int p, int k, int L, int* a, int* b)
 {
@@ -192,7 +192,7 @@ ${grid3("ow", "oh", "pl", "OW", "OH")}
     int h0, h1, w0, w1;
     int sz = avg_window(oh, sh, ph, KH, H, &h0, &h1) * avg_window(ow, sw, pw, KW, W, &w0, &w1);
     if (h0 >= h1 || w0 >= w1) { Y[(I)pl * OH * OW + p] = (${dt})0; return; }
-    ${dt} div = (${dt})(divisor > 0 ? divisor : (include_pad ? sz : (h1 - h0) * (w1 - w0)));
+    ${dt} div = (${dt})(divisor != 0 ? divisor : (include_pad ? sz : (h1 - h0) * (w1 - w0)));
 % endif
     ${dt} acc = (${dt})0;
     for (int h = h0; h < h1; h++)
@@ -237,7 +237,7 @@ ${grid3("w", "h", "pl", "W", "H")}
             if (ow * sw != tw || ow >= OW) continue;
             int w0, w1;
             int sz = szh * avg_window(ow, sw, pw, KW, W, &w0, &w1);
-            ${dt} div = (${dt})(divisor > 0 ? divisor : (include_pad ? sz : (h1 - h0) * (w1 - w0)));
+            ${dt} div = (${dt})(divisor != 0 ? divisor : (include_pad ? sz : (h1 - h0) * (w1 - w0)));
             acc += gb[(I)oh * OW + ow] / div;
         }
     }

@@ -343,7 +343,9 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
             if node.retains and i in node.retains:
                 t = node.retains[i]()
                 if t is not None and g is not None:
-                    t.grad = g.detach() if t.grad is None or True else t.grad
+                    # PyTorch's retains-grad hook: a copy the first time, then accumulated as a leaf's grad is
+                    gg = g if create_graph else g.detach()
+                    t.grad = gg.clone() if t.grad is None else t.grad + gg
             if (nid, i) in capture:
                 for k in capture[(nid, i)]:
                     results[k] = g

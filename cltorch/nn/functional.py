@@ -537,11 +537,13 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``sum((x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)), dim)``, as PyTorch's ATen computes it: the two
-    inputs broadcast first (so each norm is over the broadcast shape), integer inputs compute in the default
-    float dtype, and the clamp to ``eps`` is outside the graph (the gradient is the unclamped norm's)."""
+    inputs broadcast first (so each norm is over the broadcast shape) in their common dtype, which must be
+    floating (RuntimeError otherwise), and the clamp to ``eps`` is outside the graph (the gradient is the
+    unclamped norm's)."""
     dt = torch.promote_types(x1.dtype, x2.dtype)
     if not dt.is_floating_point:
-        dt = torch.get_default_dtype()
+        from ..ops.reductions import _scalar_name
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_scalar_name(dt)}")
     x1, x2 = torch.broadcast_tensors(x1.to(dt), x2.to(dt))
 
     def _clamped_norm(x):

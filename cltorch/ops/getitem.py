@@ -58,14 +58,13 @@ def _split(x, idx):
                 shape.append(x._shape[d])
                 stride.append(x._stride[d])
                 d += 1
-        elif i is None:
-            shape.append(1)
-            stride.append(0)
-        elif isinstance(i, bool):
-            if not i:
+        elif i is None or isinstance(i, bool):
+            if i is False:
                 raise NotImplementedError("indexing with a False scalar is not supported")
+            # PyTorch applies the indices in order, so None is unsqueeze() of the partial result: its stride is
+            # size * stride of the dim it lands before (x's next unconsumed dim), 1 past the last dim
             shape.append(1)
-            stride.append(0)
+            stride.append(x._shape[d] * x._stride[d] if d < x.dim() else 1)
         elif isinstance(i, int) or (hasattr(i, "__index__") and not _is_adv(i)):
             i = int(i)
             size = x._shape[d]

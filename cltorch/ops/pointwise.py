@@ -222,9 +222,9 @@ maximum = defbinary("maximum", lambda ct: "nan_max_f(x0, x1)" if ct.is_floating_
 minimum = defbinary("minimum", lambda ct: "nan_min_f(x0, x1)" if ct.is_floating_point else "(x0 < x1 ? x0 : x1)",
                     backward=lambda ctx, g: _minmax_grad(ctx, g, False), inplace=False)
 fmax = defbinary("fmax", lambda ct: "fmax(x0, x1)" if ct.is_floating_point else "(x0 > x1 ? x0 : x1)",
-                 inplace=False)
+                 backward=lambda ctx, g: _fminmax_grad(ctx, g, True), inplace=False)
 fmin = defbinary("fmin", lambda ct: "fmin(x0, x1)" if ct.is_floating_point else "(x0 < x1 ? x0 : x1)",
-                 inplace=False)
+                 backward=lambda ctx, g: _fminmax_grad(ctx, g, False), inplace=False)
 _remainder_raw = defbinary("remainder", lambda ct: "remainder_f(x0, x1)",
                            backward=lambda ctx, g: (lambda a, b: (g, -g * floor_divide(a, b) if _is_t(b) else None))(
                                *_g(ctx)))
@@ -258,6 +258,20 @@ def _minmax_grad(ctx, g, is_max):
     ma = (a > b) if is_max else (a < b)
     tie = (a == b) * 0.5
     return g * (ma + tie), g * ((~ma) & (a != b)) + g * tie
+
+
+def _fminmax_grad(ctx, g, is_max):
+    """PyTorch's fmax/fmin derivative: a gets the gradient where it was chosen (a >= b for fmax, a <= b for
+    fmin, ties included) or b is NaN; b gets it everywhere else."""
+    a, b = _g(ctx)
+    sel = (a >= b) if is_max else (a <= b)
+    if _is_t(b):
+        sel = sel | b.isnan()
+    elif b != b:
+        sel = sel | True
+    ga = where(sel, g, 0.0) if _is_t(a) else None
+    gb = where(sel, 0.0, g) if _is_t(b) else None
+    return ga, gb
 
 
 def _check_intdiv(a, b, name):
@@ -624,16 +638,28 @@ def _softplus_bwd(ctx, g):
 _softplus_op = register("softplus", _softplus_fwd, _softplus_bwd)
 
 
+def _nan_to_num_fwd(ctx, a, nan, posinf, neginf):
+    if ctx is not None:
+        ctx.save_for_backward(a)
+    cdt = _ct(a.dtype)
+    return pointwise(_render("isnan(x0) ? x1 : (isinf(x0) ? (x0 > 0 ? x2 : x3) : x0)", cdt),
+                     [a, nan, posinf, neginf], a.dtype, cdt)
+
+
+# PyTorch's derivative: the gradient passes where the input is finite, zero where it was replaced
+_nan_to_num_op = register("nan_to_num", _nan_to_num_fwd,
+                          lambda ctx, g: (where(ctx.saved_tensors[0].isfinite(), g, 0.0), None, None, None))
+
+
 def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
-    """Replaces NaN, +inf and -inf with finite values (default: 0, the dtype's max and min)."""
+    """Replaces NaN, +inf and -inf with finite values (default: 0, the dtype's max and min). Differentiable:
+    the gradient is zero at the replaced entries."""
     if not a.dtype.is_floating_point:
         return a.clone()
     fi = D.finfo(a.dtype)
     posinf = fi.max if posinf is None else posinf
     neginf = fi.min if neginf is None else neginf
-    cdt = _ct(a.dtype)
-    return pointwise(_render("isnan(x0) ? x1 : (isinf(x0) ? (x0 > 0 ? x2 : x3) : x0)", cdt),
-                     [a, float(nan), float(posinf), float(neginf)], a.dtype, cdt)
+    return call(_nan_to_num_op, a, float(nan), float(posinf), float(neginf))
 
 
 method("nan_to_num", nan_to_num)
@@ -666,6 +692,8 @@ def _clamp_fwd(ctx, a, lo, hi):
 
 
 def _clamp_bwd(ctx, g):
+    """PyTorch's ``clamp_backward_min_max``: with both bounds and min > max the result is max, so max takes
+    the gradient there and neither input nor min does."""
     a, lo_t, hi_t = ctx.saved_tensors
     lo, hi = ctx.lo, ctx.hi
     m = None
@@ -674,9 +702,14 @@ def _clamp_bwd(ctx, g):
     if hi is not None:
         m2 = a <= hi
         m = m2 if m is None else (m & m2)
-    ga = g * m
-    glo = g * (a < lo) if lo_t is not None else None
-    ghi = g * (a > hi) if hi_t is not None else None
+    ga = where(m, g, 0.0)
+    glo = ghi = None
+    if lo_t is not None:
+        p = a < lo
+        glo = where(p & (lo < hi) if hi is not None else p, g, 0.0)
+    if hi_t is not None:
+        p = a > hi
+        ghi = where(p | (hi < lo) if lo is not None else p, g, 0.0)
     return ga, glo, ghi
 
 
