@@ -26,7 +26,7 @@ from .ops.compare import *  # noqa: F401,F403
 from .ops.shape_ops import *  # noqa: F401,F403
 from .ops.complex import *  # noqa: F401,F403
 from .ops.statistics import *  # noqa: F401,F403
-from .ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: F401
+from .ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: F401
 from .ops.pool import max_pool1d, max_pool2d, avg_pool1d  # noqa: F401
 from .ops.softmax import softmax, log_softmax  # noqa: F401
 from .ops.norms import layer_norm, group_norm, batch_norm, instance_norm, rms_norm  # noqa: F401
@@ -48,6 +48,7 @@ from .ops.lapack_api import (svd_legacy as svd, qr_legacy as qr, det, logdet, sl
 from .linalg._products import addr  # noqa: E402,F401
 _tensor.set_reducer(lambda t: serialization._reduce_tensor(t))   # how Tensors pickle, set from above floor 4
 from . import nn, optim, utils, cuda, backends, accelerator
+from .nn._functional_more import grid_sampler, grid_sampler_2d, grid_sampler_3d  # noqa: E402,F401
 from . import multiprocessing  # noqa: E402  (after nn: registers Parameter/Buffer reductions)
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: F401

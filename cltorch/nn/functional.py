@@ -235,6 +235,9 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
                 recompute_scale_factor=None, antialias=False):
     """Resize (N, C, *spatial) to ``size`` or by ``scale_factor``; modes 'nearest' and 'bilinear' at least."""
+    if mode == "bicubic" or (mode == "area" and input.dim() == 5):
+        return _fmore.interpolate_extra(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                                        antialias)
     return _op("padding", "interpolate")(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
                                          antialias)
 
@@ -503,11 +506,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
             padding_idx = n + padding_idx
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    if scale_grad_by_freq:
-        raise NotImplementedError("embedding(scale_grad_by_freq=True) is not supported")
     if sparse:
         raise NotImplementedError("sparse gradients are not supported; use sparse=False")
-    return _op("indexing", "embedding")(input, weight, padding_idx)
+    out = _op("indexing", "embedding")(input, weight, padding_idx)
+    if scale_grad_by_freq and torch.is_grad_enabled() and weight.requires_grad:
+        # each row's gradient divided by its frequency in input: the value is out, the gradient out * scale
+        with torch.no_grad():
+            idx = input.reshape(-1).long()
+            counts = _op("indexing", "index_add")(torch.zeros(weight.shape[0], dtype=weight.dtype,
+                                                              device=weight.device), 0, idx,
+                                                  torch.ones(idx.shape[0], dtype=weight.dtype, device=weight.device))
+            scale = (1.0 / counts.clamp(min=1)).index_select(0, idx).reshape(*input.shape, 1)
+        out = out * scale + (out * (1.0 - scale)).detach()
+    return out
 
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):  # noqa: A002

@@ -3,6 +3,11 @@ from .module import Module, RemovableHandle, register_module_forward_hook, regis
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Container  # noqa
 from .linear import Identity, Linear, Bilinear  # noqa  (NonDynamicallyQuantizableLinear stays in .linear, as in torch)
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa
+from .conv import Conv3d, ConvTranspose3d  # noqa
+from .pooling import (MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool3d,  # noqa
+                      MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, FractionalMaxPool2d, FractionalMaxPool3d)
+from .sparse import EmbeddingBag  # noqa
+from .loss import MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss, CTCLoss  # noqa
 from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa
                       AdaptiveMaxPool2d)
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm, RMSNorm,  # noqa
