@@ -441,7 +441,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     check_matrix(A, "linalg.cholesky")
     L, info = call(_chol_op, A, upper=bool(upper))
     if check_errors:
-        _raise_chol(info, "linalg.cholesky_ex")
+        _raise_chol(info, "linalg.cholesky")
     return CholeskyExResult(L, info)
 
 
@@ -507,8 +507,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     unit lower L (below the diagonal) and U, pivots (..., min(m, n)) int32 are LAPACK's 1-based row swaps, info
     the first zero pivot (1-based) or 0. pivot=False raises, as PyTorch on the CPU does. Host: numpy blocked
     LU (``lu_np``). Gradient: PyTorch's lu_factor_ex_backward (square, wide and tall)."""
-    fname = "linalg.lu_factor_ex"
-    check_matrix(A, fname, square=False)
+    fname = "torch.linalg.lu_factor_ex"
+    check_matrix(A, "linalg.lu_factor_ex", square=False)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     LU, piv, info = call(_lu_op, A)
@@ -530,7 +530,7 @@ def _raise_singular(info, fname, what="factorization"):
         else:
             msg = (f"{fname}: {pre}The diagonal element {int(ih.reshape(-1)[i])} is zero, the {what} could not "
                    "be completed because the input matrix is singular.")
-        raise LinAlgError(msg)
+        raise (RuntimeError if what == "factorization" else LinAlgError)(msg)     # PyTorch's types
 
 
 # -------------------------------------------------------------------------------------------- QR

@@ -107,19 +107,19 @@ def solve(A, B, *, left=True, out=None):
     return _out(solve_ex(A, B, left=left, check_errors=True).result, out)
 
 
-def inv_ex(A, *, check_errors=False, out=None):
+def inv_ex(A, *, check_errors=False, out=None, _fname="linalg.inv_ex"):
     """``torch.linalg.inv_ex``: (inverse, info) of square A (..., n, n); info as ``solve_ex``'s. Computed as
     solve(A, I) (host numpy.linalg.solve); gradient -A^-H g A^-H."""
     check_matrix(A, "linalg.inv")
     X, info = L.solve_matrix(A, _eye(A._shape[-1], A))
     if check_errors:
-        L._raise_singular(info, "linalg.inv", "inversion")
+        L._raise_singular(info, _fname, "inversion")
     return _out(InvExResult(X, info), out)
 
 
 def inv(A, *, out=None):
     """``torch.linalg.inv``: inverse of square A (..., n, n); LinAlgError for a singular matrix."""
-    return _out(inv_ex(A, check_errors=True).inverse, out)
+    return _out(inv_ex(A, check_errors=True, _fname="linalg.inv").inverse, out)
 
 
 def inverse(input, *, out=None):  # noqa: A002

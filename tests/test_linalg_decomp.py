@@ -1,0 +1,307 @@
+"""cltorch.linalg factorizations and solves and the legacy torch.* functions: values and gradients against torch
+(the oracle), errors of PyTorch's types, results on the input's device."""
+import numpy as np
+import pytest
+import torch
+
+import cltorch
+
+DEVICES = ["cpu", "cl:0"]
+rng = np.random.default_rng(1234)
+
+
+def _spd(*shape):
+    a = rng.standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def _sym(*shape):
+    a = rng.standard_normal(shape)
+    return a + np.swapaxes(a, -1, -2)
+
+
+def _tri(*shape, upper=False):
+    a = rng.standard_normal(shape) + 3 * np.eye(shape[-1])
+    return np.triu(a) if upper else np.tril(a)
+
+
+def _np(x):
+    return x.detach().cpu().numpy() if isinstance(x, (torch.Tensor, cltorch.Tensor)) else np.asarray(x)
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        r = []
+        for o in out:
+            r.extend(_flat(o))
+        return r
+    return [out]
+
+
+def _run(fn_t, fn_c, arrays, device, grad, dtype=np.float64, rtol=1e-6, atol=1e-8):
+    """Compare fn on torch and cltorch tensors made from ``arrays``: every output, and (grad) the gradients of
+    sum(out * w) over the floating outputs that require grad."""
+    arrays = [a.astype(dtype) for a in arrays]
+    tt = [torch.tensor(a, requires_grad=grad) for a in arrays]
+    cc = [cltorch.tensor(a, device=device, requires_grad=grad) for a in arrays]
+    ro, co = _flat(fn_t(*tt)), _flat(fn_c(*cc))
+    assert len(ro) == len(co)
+    lt, lc = 0, 0
+    for r, c in zip(ro, co):
+        assert tuple(r.shape) == tuple(c.shape), (r.shape, c.shape)
+        if isinstance(c, cltorch.Tensor) and c.numel():
+            assert str(c.device).startswith(device.split(":")[0])
+        np.testing.assert_allclose(_np(c), _np(r), rtol=rtol, atol=atol)
+        if grad and r.dtype.is_floating_point and r.requires_grad:
+            w = rng.standard_normal(tuple(r.shape)).astype(dtype)
+            lt = lt + (r * torch.tensor(w)).sum()
+            lc = lc + (c * cltorch.tensor(w, device=device)).sum()
+    if grad:
+        gt = torch.autograd.grad(lt, tt, allow_unused=True)
+        gc = cltorch.autograd.grad(lc, cc, allow_unused=True)
+        for a, b in zip(gt, gc):
+            if a is None:
+                assert b is None or np.allclose(_np(b), 0)
+                continue
+            np.testing.assert_allclose(_np(b), _np(a), rtol=rtol * 10, atol=atol * 10)
+
+
+A4 = rng.standard_normal((2, 4, 4))
+B42 = rng.standard_normal((2, 4, 2))
+
+# (name, torch fn, cltorch fn, input arrays, differentiable)
+CASES = [
+    ("solve", lambda a, b: torch.linalg.solve(a, b), lambda a, b: cltorch.linalg.solve(a, b), [A4, B42], True),
+    ("solve_vec", lambda a, b: torch.linalg.solve(a, b), lambda a, b: cltorch.linalg.solve(a, b),
+     [A4[0], B42[0, :, 0]], True),
+    ("solve_left_false", lambda a, b: torch.linalg.solve(a, b, left=False),
+     lambda a, b: cltorch.linalg.solve(a, b, left=False), [A4, rng.standard_normal((2, 3, 4))], True),
+    ("solve_broadcast", lambda a, b: torch.linalg.solve(a, b), lambda a, b: cltorch.linalg.solve(a, b),
+     [A4[0], B42], True),
+    ("solve_ex", lambda a, b: torch.linalg.solve_ex(a, b), lambda a, b: cltorch.linalg.solve_ex(a, b), [A4, B42],
+     True),
+    ("inv", torch.linalg.inv, cltorch.linalg.inv, [A4], True),
+    ("inv_ex", torch.linalg.inv_ex, cltorch.linalg.inv_ex, [A4], True),
+    ("inverse", torch.inverse, cltorch.inverse, [A4[0]], True),
+    ("det", torch.linalg.det, cltorch.linalg.det, [A4], True),
+    ("slogdet", torch.linalg.slogdet, cltorch.linalg.slogdet, [A4], True),
+    ("logdet", torch.logdet, cltorch.logdet, [_spd(2, 3, 3)], True),
+    ("solve_triangular_lower", lambda a, b: torch.linalg.solve_triangular(a, b, upper=False),
+     lambda a, b: cltorch.linalg.solve_triangular(a, b, upper=False), [_tri(2, 4, 4), B42], True),
+    ("solve_triangular_upper_right_unit",
+     lambda a, b: torch.linalg.solve_triangular(a, b, upper=True, left=False, unitriangular=True),
+     lambda a, b: cltorch.linalg.solve_triangular(a, b, upper=True, left=False, unitriangular=True),
+     [rng.standard_normal((4, 4)), rng.standard_normal((3, 4))], True),
+    ("triangular_solve", lambda b, a: torch.triangular_solve(b, a, upper=False, transpose=True),
+     lambda b, a: cltorch.triangular_solve(b, a, upper=False, transpose=True), [B42, _tri(2, 4, 4)], True),
+    ("cholesky", torch.linalg.cholesky, cltorch.linalg.cholesky, [_spd(2, 4, 4)], True),
+    ("cholesky_upper", lambda a: torch.linalg.cholesky(a, upper=True),
+     lambda a: cltorch.linalg.cholesky(a, upper=True), [_spd(4, 4)], True),
+    ("cholesky_ex", torch.linalg.cholesky_ex, cltorch.linalg.cholesky_ex, [_spd(2, 3, 3)], True),
+    ("cholesky_legacy", torch.cholesky, cltorch.cholesky, [_spd(3, 3)], True),
+    ("cholesky_solve", torch.cholesky_solve, cltorch.cholesky_solve, [B42, np.linalg.cholesky(_spd(2, 4, 4))], True),
+    ("cholesky_inverse", lambda l: torch.cholesky_inverse(l, upper=True),
+     lambda l: cltorch.cholesky_inverse(l, upper=True), [np.linalg.cholesky(_spd(4, 4)).T.copy()], True),
+    ("lu_factor", torch.linalg.lu_factor, cltorch.linalg.lu_factor, [A4], True),
+    ("lu_factor_ex_wide", torch.linalg.lu_factor_ex, cltorch.linalg.lu_factor_ex, [rng.standard_normal((3, 5))],
+     True),
+    ("lu_square", torch.linalg.lu, cltorch.linalg.lu, [A4], True),
+    ("lu_wide", torch.linalg.lu, cltorch.linalg.lu, [rng.standard_normal((2, 3, 5))], True),
+    ("lu_tall", torch.linalg.lu, cltorch.linalg.lu, [rng.standard_normal((5, 3))], True),
+    ("lu_legacy", lambda a: torch.lu(a, get_infos=True), lambda a: cltorch.lu(a, get_infos=True), [A4], True),
+    ("lu_blocked", torch.linalg.lu_factor, cltorch.linalg.lu_factor, [rng.standard_normal((70, 70))], False),
+    ("solve_triangular_blocked", lambda a, b: torch.linalg.solve_triangular(a, b, upper=True),
+     lambda a, b: cltorch.linalg.solve_triangular(a, b, upper=True),
+     [_tri(130, 130, upper=True), rng.standard_normal((130, 3))], False),
+    ("qr", torch.linalg.qr, cltorch.linalg.qr, [rng.standard_normal((2, 5, 3))], True),
+    ("qr_wide", torch.linalg.qr, cltorch.linalg.qr, [rng.standard_normal((3, 5))], True),
+    ("qr_complete", lambda a: torch.linalg.qr(a, mode="complete"), lambda a: cltorch.linalg.qr(a, mode="complete"),
+     [rng.standard_normal((3, 5))], True),
+    ("qr_r", lambda a: torch.linalg.qr(a, mode="r")[1], lambda a: cltorch.linalg.qr(a, mode="r")[1],
+     [rng.standard_normal((5, 3))], False),
+    ("qr_legacy", lambda a: torch.qr(a, some=False), lambda a: cltorch.qr(a, some=False),
+     [rng.standard_normal((3, 3))], True),
+    ("svd", lambda a: torch.linalg.svd(a, full_matrices=False), lambda a: cltorch.linalg.svd(a, full_matrices=False),
+     [rng.standard_normal((2, 5, 3))], True),
+    ("svd_full", lambda a: torch.linalg.svd(a)[1], lambda a: cltorch.linalg.svd(a)[1],
+     [rng.standard_normal((5, 3))], True),
+    ("svdvals", torch.linalg.svdvals, cltorch.linalg.svdvals, [rng.standard_normal((2, 3, 5))], True),
+    ("svd_legacy_S", lambda a: torch.svd(a)[1], lambda a: cltorch.svd(a)[1], [rng.standard_normal((4, 3))], True),
+    ("eigh", torch.linalg.eigh, cltorch.linalg.eigh, [_sym(4, 4)], True),
+    ("eigh_upper_vals", lambda a: torch.linalg.eigh(a, UPLO="U")[0],
+     lambda a: cltorch.linalg.eigh(a, UPLO="U")[0], [rng.standard_normal((2, 4, 4))], True),
+    ("eigvalsh", torch.linalg.eigvalsh, cltorch.linalg.eigvalsh, [_sym(2, 4, 4)], True),
+    ("pinv", torch.linalg.pinv, cltorch.linalg.pinv, [rng.standard_normal((2, 5, 3))], True),
+    ("pinv_wide", torch.linalg.pinv, cltorch.linalg.pinv, [rng.standard_normal((3, 5))], True),
+    ("pinv_hermitian", lambda a: torch.linalg.pinv(a, hermitian=True),
+     lambda a: cltorch.linalg.pinv(a, hermitian=True), [_sym(4, 4)], True),
+    ("pinverse", torch.pinverse, cltorch.pinverse, [rng.standard_normal((4, 3))], True),
+    ("matrix_rank", torch.linalg.matrix_rank, cltorch.linalg.matrix_rank,
+     [rng.standard_normal((2, 5, 2)) @ rng.standard_normal((2, 2, 4))], False),
+    ("matrix_rank_hermitian", lambda a: torch.linalg.matrix_rank(a, hermitian=True),
+     lambda a: cltorch.linalg.matrix_rank(a, hermitian=True), [_sym(4, 4)], False),
+    ("lstsq", lambda a, b: torch.linalg.lstsq(a, b).solution, lambda a, b: cltorch.linalg.lstsq(a, b).solution,
+     [rng.standard_normal((6, 3)), rng.standard_normal((6, 2))], True),
+    ("lstsq_gelsd", lambda a, b: torch.linalg.lstsq(a, b, driver="gelsd"),
+     lambda a, b: cltorch.linalg.lstsq(a, b, driver="gelsd"),
+     [rng.standard_normal((2, 6, 3)), rng.standard_normal((2, 6, 2))], True),
+    ("matrix_exp", torch.linalg.matrix_exp, cltorch.linalg.matrix_exp, [rng.standard_normal((2, 4, 4))], True),
+    ("matrix_exp_large", torch.matrix_exp, cltorch.matrix_exp, [3 * rng.standard_normal((3, 3))], True),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_values_and_gradients(case, device):
+    name, ft, fc, arrays, grad = case
+    _run(ft, fc, arrays, device, grad, rtol=1e-5 if "blocked" in name else 1e-6)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in ("solve", "inv", "cholesky", "qr", "lu_square",
+                                                               "svd", "eigh", "pinv")], ids=lambda c: c[0])
+def test_float32(case):
+    name, ft, fc, arrays, grad = case
+    _run(ft, fc, arrays, "cpu", grad, dtype=np.float32, rtol=2e-4, atol=2e-5)
+
+
+def test_lu_solve_variants():
+    a, b = rng.standard_normal((2, 4, 4)), rng.standard_normal((2, 4, 3))
+    LUt, pt = torch.linalg.lu_factor(torch.tensor(a))
+    for left in (True, False):
+        for adjoint in (True, False):
+            bb = b if left else np.swapaxes(b, -1, -2).copy()
+            _run(lambda lu, x: torch.linalg.lu_solve(lu, pt, x, left=left, adjoint=adjoint),
+                 lambda lu, x: cltorch.linalg.lu_solve(lu, cltorch.tensor(pt.numpy()), x, left=left, adjoint=adjoint),
+                 [LUt.numpy(), bb], "cpu", True)
+    _run(lambda lu, x: torch.lu_solve(x, lu, pt), lambda lu, x: cltorch.lu_solve(x, lu, cltorch.tensor(pt.numpy())),
+         [LUt.numpy(), b], "cl:0", True)
+
+
+def test_lu_unpack():
+    a = rng.standard_normal((2, 5, 3))
+    LUt, pt = torch.linalg.lu_factor(torch.tensor(a))
+    _run(lambda lu: torch.lu_unpack(lu, pt), lambda lu: cltorch.lu_unpack(lu, cltorch.tensor(pt.numpy())),
+         [LUt.numpy()], "cpu", True)
+
+
+def test_householder_geqrf_ormqr():
+    a = rng.standard_normal((5, 3))
+    h, tau = torch.geqrf(torch.tensor(a))
+    ch, ctau = cltorch.geqrf(cltorch.tensor(a))
+    np.testing.assert_allclose(ch.numpy(), h.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ctau.numpy(), tau.numpy(), rtol=1e-10, atol=1e-12)
+    _run(torch.linalg.householder_product, cltorch.linalg.householder_product, [h.numpy(), tau.numpy()], "cl:0",
+         True)
+    c = rng.standard_normal((5, 2))
+    for left, tr in ((True, False), (True, True)):
+        _run(lambda x, t, y: torch.ormqr(x, t, y, left, tr), lambda x, t, y: cltorch.ormqr(x, t, y, left, tr),
+             [h.numpy(), tau.numpy(), c], "cpu", True)
+    for tr in (False, True):
+        _run(lambda x, t, y: torch.ormqr(x, t, y, False, tr), lambda x, t, y: cltorch.ormqr(x, t, y, False, tr),
+             [h.numpy(), tau.numpy(), c.T.copy()], "cpu", True)
+
+
+def test_ldl():
+    for n in (1, 4, 9):
+        a = _sym(2, n, n)
+        if n > 1:
+            a[0, 0, 0] = 0.0          # forces a pivot choice beyond the diagonal
+        LDt, pt, _ = torch.linalg.ldl_factor_ex(torch.tensor(a))
+        LDc, pc = cltorch.linalg.ldl_factor(cltorch.tensor(a))
+        np.testing.assert_array_equal(pc.numpy(), pt.numpy())
+        np.testing.assert_allclose(LDc.numpy(), LDt.numpy(), rtol=1e-10, atol=1e-12)
+        b = rng.standard_normal((2, n, 2))
+        xt = torch.linalg.ldl_solve(LDt, pt, torch.tensor(b))
+        xc = cltorch.linalg.ldl_solve(LDc, pc, cltorch.tensor(b, device="cl:0").cpu())
+        np.testing.assert_allclose(xc.numpy(), xt.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_lowrank_shapes_and_quality():
+    cltorch.manual_seed(0)
+    a = rng.standard_normal((20, 3)) @ rng.standard_normal((3, 12))
+    U, S, V = cltorch.svd_lowrank(cltorch.tensor(a), q=4)
+    assert tuple(U.shape) == (20, 4) and tuple(S.shape) == (4,) and tuple(V.shape) == (12, 4)
+    np.testing.assert_allclose((U.numpy() * S.numpy()) @ V.numpy().T, a, atol=1e-8)
+    U, S, V = cltorch.pca_lowrank(cltorch.tensor(a), q=3)
+    c = a - a.mean(0, keepdims=True)
+    np.testing.assert_allclose(S.numpy(), np.linalg.svd(c, compute_uv=False)[:3], rtol=1e-8)
+
+
+def test_gradcheck_host_ops():
+    a = cltorch.tensor(_spd(3, 3), requires_grad=True)
+    b = cltorch.tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    assert cltorch.autograd.gradcheck(lambda x, y: cltorch.linalg.solve(x, y), (a, b))
+    assert cltorch.autograd.gradcheck(lambda x: cltorch.linalg.cholesky(x @ x.mT + cltorch.eye(3, dtype=x.dtype)), (a,))
+    assert cltorch.autograd.gradcheck(lambda x: cltorch.linalg.svd(x)[1], (a,))
+
+
+# ---------------------------------------------------------------------------------------------------- errors
+def test_linalg_error_type():
+    assert issubclass(cltorch.linalg.LinAlgError, RuntimeError)
+
+
+@pytest.mark.parametrize("fn", [cltorch.linalg.inv, cltorch.linalg.det, cltorch.linalg.cholesky,
+                                cltorch.linalg.eigh, lambda a: cltorch.linalg.solve(a, a)])
+def test_non_square_raises(fn):
+    with pytest.raises(RuntimeError, match="square"):
+        fn(cltorch.tensor(rng.standard_normal((3, 4))))
+
+
+@pytest.mark.parametrize("fn", [cltorch.linalg.inv, cltorch.linalg.svd, cltorch.linalg.qr])
+def test_wrong_dtype_raises(fn):
+    with pytest.raises(RuntimeError, match="floating point"):
+        fn(cltorch.ones(3, 3, dtype=cltorch.int64))
+    with pytest.raises(RuntimeError, match="Low precision"):
+        fn(cltorch.ones(3, 3, dtype=cltorch.bfloat16))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        fn(cltorch.ones(3))
+
+
+def test_singular_raises_like_torch():
+    s = np.array([[1.0, 2.0], [2.0, 4.0]])
+    sb = np.stack([np.eye(2), s])
+    for fn_t, fn_c in ((torch.linalg.inv, cltorch.linalg.inv),
+                       (lambda a: torch.linalg.solve(a, a), lambda a: cltorch.linalg.solve(a, a)),
+                       (torch.linalg.lu_factor, cltorch.linalg.lu_factor),
+                       (torch.linalg.cholesky, cltorch.linalg.cholesky),
+                       (lambda a: torch.linalg.inv_ex(a, check_errors=True),
+                        lambda a: cltorch.linalg.inv_ex(a, check_errors=True))):
+        for arr in (s, sb):
+            with pytest.raises(RuntimeError) as et:
+                fn_t(torch.tensor(arr))
+            with pytest.raises(RuntimeError) as ec:
+                fn_c(cltorch.tensor(arr))
+            # the same type (LinAlgError or plain RuntimeError) and message as PyTorch's
+            assert isinstance(et.value, torch.linalg.LinAlgError) == isinstance(ec.value, cltorch.linalg.LinAlgError)
+            assert str(ec.value) == str(et.value)
+    info_t = torch.linalg.inv_ex(torch.tensor(sb)).info
+    info_c = cltorch.linalg.inv_ex(cltorch.tensor(sb)).info
+    np.testing.assert_array_equal(info_c.numpy(), info_t.numpy())
+    np.testing.assert_array_equal(cltorch.linalg.cholesky_ex(cltorch.tensor(-sb)).info.numpy(),
+                                  torch.linalg.cholesky_ex(torch.tensor(-sb)).info.numpy())
+
+
+def test_mismatched_and_bad_args():
+    a = cltorch.tensor(rng.standard_normal((3, 3)))
+    with pytest.raises(RuntimeError, match="Incompatible"):
+        cltorch.linalg.solve_triangular(a, cltorch.ones(4, 2, dtype=cltorch.float64), upper=True)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        cltorch.linalg.solve(a, cltorch.ones(3, 2))
+    with pytest.raises(RuntimeError, match="mode"):
+        cltorch.linalg.qr(a, mode="bad")
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        x = cltorch.tensor(rng.standard_normal((4, 2)), requires_grad=True)
+        cltorch.linalg.qr(x, mode="complete").Q.sum().backward()
+    with pytest.raises(RuntimeError, match="without pivoting"):
+        cltorch.linalg.lu_factor(a, pivot=False)
+
+
+def test_eig_needs_complex():
+    a = cltorch.tensor(rng.standard_normal((3, 3)))
+    try:
+        w = cltorch.linalg.eigvals(a)
+    except NotImplementedError as e:
+        assert "complex64" in str(e)
+        return
+    ref = torch.linalg.eigvals(torch.tensor(a.numpy()))
+    np.testing.assert_allclose(np.sort_complex(w.numpy()), np.sort_complex(ref.numpy()), rtol=1e-8)
