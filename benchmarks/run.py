@@ -191,6 +191,12 @@ def adapt_conv(mod, quick, device):
         base = np_rows.get(name.split(" [")[0])
         rows.append(A.case(f"{name} fwd (fwd+bwd {fb:.0f} us)", "us", f, {"numpy": base} if base else {},
                            None if not base else base / f, "ours/numpy speed (forward)", None, None))
+    if not quick:   # conv3d 8x16x16x32x32, 3x3x3, 16->16: forward and fwd+bwd against torch CPU
+        for name, f, fb, tf, tfb in mod.run_conv3d(device)[:1]:
+            rows.append(A.case(f"{name} fwd", "us", f, {"torch": tf} if tf else {}, tf / f if tf else None,
+                               "torch/ours time (forward)", None, None))
+            rows.append(A.case(f"{name} fwd+bwd", "us", fb, {"torch": tfb} if tfb else {}, tfb / fb if tfb else None,
+                               "torch/ours time (fwd+bwd)", None, None))
     return rows
 
 
