@@ -1,92 +1,88 @@
-"""``cltorch.distributed``: a stub, so that ``import torch.distributed as dist`` lines run. Not implemented yet
-(an MPI backend is planned).
+"""``cltorch.distributed``: PyTorch's ``torch.distributed`` on MPI (mpi4py over MPICH, Open MPI or a site's MPI).
 
-``is_available()`` and ``is_initialized()`` are False and ``ReduceOp``/``Backend`` exist for import-time
-references (``dist.ReduceOp.SUM``). Every other public name of ``torch.distributed`` (``init_process_group``,
-``get_rank``, ``all_reduce``, ``barrier``, ...) raises NotImplementedError when called; a name that
-``torch.distributed`` does not have raises AttributeError.
+Start the processes with ``mpiexec -n N python train.py`` or ``python -m cltorch.distributed.run
+--nproc-per-node N train.py``, then ``dist.init_process_group("mpi")``. The files, one per concern:
+
+- ``_group.py``: process groups (init, ranks, ``new_group``, destroy);
+- ``_collectives.py``: the collectives and point-to-point ops (header check, deterministic sums, staging);
+- ``_staging.py``: tensor memory as host buffers (cpu storage directly; device tensors through pinned buffers);
+- ``_work.py``: ``Work`` (async ops) and the rule that keeps MPI's call order rank-independent;
+- ``_objects.py``: object collectives; ``_watch.py``: timeouts and failed ranks; ``run.py``: the launcher.
+
+Names of ``torch.distributed`` that cltorch does not provide (stores, device meshes, ``all_reduce_coalesced``...)
+raise NotImplementedError naming what is missing; unknown names raise AttributeError.
 """
-import enum
+import os
 
-__all__ = ["is_available", "is_initialized", "ReduceOp", "Backend", "GroupMember", "group"]
+from ._types import (Backend, DistBackendError, DistError, DistNetworkError, DistStoreError, GroupMember,  # noqa
+                     ReduceOp, group, default_pg_timeout)
+from ._group import (ProcessGroup, destroy_process_group, get_backend, get_global_rank, get_group_rank,  # noqa
+                     get_node_local_rank, get_process_group_ranks, get_rank, get_world_size, init_process_group,
+                     is_available, is_initialized, is_mpi_available, new_group)
+from ._work import Work  # noqa: F401
+from ._collectives import (P2POp, all_gather, all_gather_into_tensor, all_reduce, all_to_all,  # noqa: F401
+                           all_to_all_single, barrier, batch_isend_irecv, broadcast, gather, irecv, isend,
+                           monitored_barrier, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send)
+from ._objects import all_gather_object, broadcast_object_list, gather_object, scatter_object_list  # noqa: F401
 
-_MSG = "cltorch.distributed is not implemented yet (MPI backend planned): {name}() cannot run"
+__all__ = ["is_available", "is_initialized", "is_mpi_available", "is_gloo_available", "is_nccl_available",
+           "is_ucc_available", "is_xccl_available", "is_backend_available", "is_torchelastic_launched",
+           "init_process_group", "destroy_process_group", "new_group", "get_rank", "get_world_size", "get_backend",
+           "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_node_local_rank",
+           "ReduceOp", "Backend", "GroupMember", "group", "ProcessGroup", "Work", "DistError", "DistBackendError",
+           "DistNetworkError", "DistStoreError", "all_reduce", "broadcast", "reduce", "all_gather",
+           "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all",
+           "all_to_all_single", "barrier", "monitored_barrier", "send", "recv", "isend", "irecv", "P2POp",
+           "batch_isend_irecv", "broadcast_object_list", "all_gather_object", "gather_object",
+           "scatter_object_list", "default_pg_timeout"]
 
 
-def is_available():
-    """False: no process-group backend is built into cltorch yet."""
+def is_gloo_available():
+    """False: cltorch has no Gloo backend (every group runs on MPI; backend='gloo' is accepted and runs on MPI)."""
     return False
 
 
-def is_initialized():
-    """False: no process group can be initialized."""
+def is_nccl_available():
+    """False: NCCL is CUDA-only."""
     return False
+
+
+def is_ucc_available():
+    return False
+
+
+def is_xccl_available():
+    return False
+
+
+def is_backend_available(backend):
+    """True for "mpi" when mpi4py is installed."""
+    return str(backend).lower() == "mpi" and is_available()
 
 
 def is_torchelastic_launched():
     """Whether this process was started by ``torchrun`` (it sets TORCHELASTIC_RUN_ID), as PyTorch answers."""
-    import os
     return os.getenv("TORCHELASTIC_RUN_ID") is not None
 
 
-class ReduceOp(enum.Enum):
-    """The reduction of a collective (``dist.ReduceOp.SUM``...), as in PyTorch."""
-    SUM = "sum"
-    AVG = "avg"
-    PRODUCT = "product"
-    MIN = "min"
-    MAX = "max"
-    BAND = "band"
-    BOR = "bor"
-    BXOR = "bxor"
-    PREMUL_SUM = "premul_sum"
-    UNUSED = "unused"
-
-
-class Backend(str):
-    """A backend name (``dist.Backend.GLOO``...), lower-cased as in PyTorch."""
-    UNDEFINED = "undefined"
-    GLOO = "gloo"
-    NCCL = "nccl"
-    UCC = "ucc"
-    MPI = "mpi"
-
-    def __new__(cls, name):
-        return str.__new__(cls, name.lower())
-
-
-class GroupMember:
-    """``dist.GroupMember.WORLD``: the default group's placeholder (no group exists until the backend lands)."""
-    WORLD = object()
-    NON_GROUP_MEMBER = -100
-
-
-class group:  # noqa: N801 (PyTorch's name)
-    WORLD = GroupMember.WORLD
-
-
-# torch.distributed's callable public names; each raises until the backend lands.
-_CALLABLES = frozenset("""
-init_process_group destroy_process_group new_group new_subgroups get_rank get_world_size get_backend
-get_global_rank get_group_rank get_process_group_ranks get_default_backend_for_device barrier monitored_barrier
-broadcast broadcast_object_list all_reduce all_reduce_coalesced reduce all_gather all_gather_into_tensor
-all_gather_object all_gather_coalesced gather gather_object scatter scatter_object_list reduce_scatter
-reduce_scatter_tensor all_to_all all_to_all_single send recv isend irecv batch_isend_irecv P2POp
-get_node_local_rank is_gloo_available is_nccl_available is_mpi_available is_ucc_available is_xccl_available
-is_backend_available init_device_mesh DeviceMesh ProcessGroup Store TCPStore FileStore HashStore PrefixStore Work
+# names of torch.distributed that cltorch does not provide: calling them raises, naming what is missing
+_NOT_PROVIDED = frozenset("""
+new_subgroups get_default_backend_for_device all_reduce_coalesced all_gather_coalesced init_device_mesh DeviceMesh
+Store TCPStore FileStore HashStore PrefixStore
 """.split())
+_CALLABLES = frozenset(__all__) | _NOT_PROVIDED
 
 
 def _missing(name):
     def fn(*args, **kwargs):
-        raise NotImplementedError(_MSG.format(name=name))
+        raise NotImplementedError(f"cltorch.distributed does not provide {name}: its MPI backend has no stores, "
+                                  "device meshes or coalesced collectives")
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Raises NotImplementedError: cltorch.distributed is not implemented yet (``{name}``)."
+    fn.__doc__ = f"Raises NotImplementedError: ``{name}`` is not provided by cltorch.distributed."
     return fn
 
 
 def __getattr__(name):
-    if name in _CALLABLES:
+    if name in _NOT_PROVIDED:
         return _missing(name)
-    raise AttributeError(f"module 'cltorch.distributed' has no attribute {name!r} (cltorch.distributed is a stub "
-                         "until its MPI backend lands)")
+    raise AttributeError(f"module 'cltorch.distributed' has no attribute {name!r}")
