@@ -307,9 +307,9 @@ class CompiledFunction:
         try:
             return self._capture(entry, leaves, spec, ts, opts)
         except _Fallback as fb:
-            entry.reason = str(fb)
+            entry.reason = fb.args[0]
             _STATS["fallbacks"] += 1
-            self._note(str(fb))
+            self._note(fb.args[0])
             return fb.args[1] if len(fb.args) > 1 else None
 
     def _eager_note(self, why, args, kwargs):
@@ -370,7 +370,8 @@ class CompiledFunction:
             self._fail("the function changes optimizer hyperparameters (an lr scheduler stepped inside it?): call "
                        "scheduler.step() outside the compiled function", out)
         grads_changed = any(t.grad is not grads_before[id(t)] or
-                            (t.grad is not None and t.grad._storage.version != gver_before[id(t)]) for t in ts)
+                            (t.grad is not None and t.grad._storage.version != gver_before[id(t)]) for t in ts) or \
+            any(gr is not None for r in tr.regions for _, gr in r[0][3])      # a step saw gradients
         oleaves = []
         ospec = _flatten(out, oleaves)
         for o in oleaves:
@@ -428,7 +429,17 @@ class CompiledFunction:
                             if _is_tensor(o) else ("v", o) for o in oleaves]
         entry.prev = None
         entry.stage = 3
-        return out
+        return self._outputs(entry)       # copies: the captured outputs' buffers are the graph's, reused per replay
+
+    @staticmethod
+    def _outputs(entry):
+        outs = []
+        for leaf in entry.out_leaves:
+            if leaf[0] == "t" or leaf[0] == "v":
+                outs.append(leaf[1])
+            else:
+                outs.append(_copy_out(*leaf[1:]))
+        return _unflatten(entry.out_spec, iter(outs))
 
     @staticmethod
     def _step_hooks(rec, opts):
@@ -481,13 +492,7 @@ class CompiledFunction:
         for p, gr in entry.exit_grads:
             if p.grad is not gr:
                 p.grad = gr
-        outs = []
-        for leaf in entry.out_leaves:
-            if leaf[0] == "t" or leaf[0] == "v":
-                outs.append(leaf[1])
-            else:
-                outs.append(_copy_out(*leaf[1:]))
-        return _unflatten(entry.out_spec, iter(outs))
+        return self._outputs(entry)
 
     def _rederive(self, entry):
         """Run each captured optimizer step's Python without launching, and give its launches' arguments to the

@@ -35,7 +35,7 @@ def _live_buffers():
     from .._storage import Storage
     out = set()
     for o in gc.get_objects():
-        if o.__class__ is Storage and o.buf is not None:
+        if type(o) is Storage and o.buf is not None:
             out.add(id(o.buf))
     return out
 

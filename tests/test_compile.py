@@ -1,0 +1,315 @@
+"""cltorch.compile and cltorch.cl.CLGraph (issue 16, items 2 and 3): compiled training steps against eager runs of
+the same models from the same initial weights, guards, fallbacks with their messages, fusion, CUDA-Graph replay.
+
+Compiled and eager runs launch the same kernels with the same arguments, except where fusion joins pointwise
+chains; a fused chain that ran on the vector path computes the same IEEE operations (FP_CONTRACT OFF), so the
+models here are compared bit for bit, and the fused chain against eager and torch to float32 rounding.
+"""
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as T
+
+import cltorch as torch
+import cltorch.compiler
+from cltorch._capture.compile import stats as capture_stats
+import cltorch.nn as nn
+import cltorch.nn.functional as F
+
+DEV = "cl:0"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(f"_ex_{name}", ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _train(make, batches, compiled, steps=20, sched=None, clip=None):
+    """Run ``steps`` training steps; returns (losses, final parameters, compiled step or None)."""
+    torch.manual_seed(0)
+    model, opt = make()
+    sch = sched(opt) if sched else None
+
+    def step(x, y):
+        opt.zero_grad()
+        out = model(x)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        loss.backward()
+        if clip:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        return loss
+
+    fn = torch.compile(step) if compiled else step
+    losses = []
+    for i in range(steps):
+        x, y = batches[i % len(batches)]
+        losses.append(float(fn(x, y).item()))
+        if sch is not None:
+            sch.step()
+    return losses, [_np(p) for p in model.parameters()], (fn if compiled else None), opt
+
+
+def _check_same(make, batches, **kw):
+    le, pe, _, oe = _train(make, batches, False, **kw)
+    lc, pc, fn, oc = _train(make, batches, True, **kw)
+    assert fn.fallbacks() == []
+    assert capture_stats()["replays"] > 0
+    assert len(fn.graphs()) == 1
+    np.testing.assert_array_equal(np.array(lc), np.array(le))
+    for a, b in zip(pc, pe):
+        np.testing.assert_array_equal(a, b)
+    return fn, oe, oc
+
+
+def test_mlp_sgd_compiled_equals_eager():
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.randn(32, 64, generator=g).to(DEV), torch.randint(0, 10, (32,), generator=g).to(DEV))
+               for _ in range(4)]
+
+    def make():
+        m = nn.Sequential(nn.Linear(64, 48), nn.ReLU(), nn.Linear(48, 48), nn.ReLU(), nn.Linear(48, 10)).to(DEV)
+        return m, torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+
+    before = capture_stats()["replays"]
+    fn, _, _ = _check_same(make, batches)
+    assert capture_stats()["replays"] - before == 20 - 4    # eager, capture, capture, then replays
+    assert fn.graphs()[0].launch_count > 10
+
+
+def test_digits_cnn_adamw_with_scheduler_outside():
+    ex = _example("train_digits")
+    g = torch.Generator().manual_seed(2)
+    batches = [(torch.randn(16, 1, 8, 8, generator=g).to(DEV), torch.randint(0, 10, (16,), generator=g).to(DEV))
+               for _ in range(3)]
+
+    def make():
+        m = ex.DigitsCNN(dropout=0.0).to(DEV)
+        return m, torch.optim.AdamW(m.parameters(), lr=3e-3, weight_decay=1e-2)
+
+    sched = lambda opt: torch.optim.lr_scheduler.StepLR(opt, 3, 0.7)   # noqa: E731 - lr changes every 3 steps
+    fn, oe, oc = _check_same(make, batches, sched=sched)
+    # the optimizer's Python state advanced at every replay, as in eager
+    se = [float(s["step"]) for s in oe.state.values()]
+    sc = [float(s["step"]) for s in oc.state.values()]
+    assert se == sc == [20.0] * len(se)
+
+
+def test_charlm_adamw_clip():
+    ex = _example("train_charlm")
+    g = torch.Generator().manual_seed(3)
+    batches = [(torch.randint(0, 20, (4, 16), generator=g).to(DEV), torch.randint(0, 20, (4, 16), generator=g).to(DEV))
+               for _ in range(3)]
+
+    def make():
+        m = ex.CharTransformer(20, d=32, heads=2, layers=1, block=16).to(DEV)
+        return m, torch.optim.AdamW(m.parameters(), lr=1e-2, betas=(0.9, 0.99))
+
+    _check_same(make, batches, clip=1.0)
+
+
+def test_grads_are_real_tensors_after_replay():
+    torch.manual_seed(0)
+    m = nn.Linear(8, 3).to(DEV)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    ref = T.nn.Linear(8, 3)
+    with T.no_grad():
+        ref.weight.copy_(T.from_numpy(_np(m.weight)))
+        ref.bias.copy_(T.from_numpy(_np(m.bias)))
+    topt = T.optim.SGD(ref.parameters(), lr=0.1)
+
+    @torch.compile
+    def step(x):
+        opt.zero_grad()
+        loss = (m(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        xn = rng.standard_normal((5, 8)).astype(np.float32)
+        loss = step(torch.from_numpy(xn).to(DEV))
+        topt.zero_grad()
+        tl = (ref(T.from_numpy(xn)) ** 2).mean()
+        tl.backward()
+        topt.step()
+        np.testing.assert_allclose(float(loss.item()), tl.item(), rtol=1e-5)
+        np.testing.assert_allclose(_np(m.weight.grad), ref.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(_np(m.weight), ref.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert step.graphs(), step.fallbacks()
+
+
+def test_signature_change_recaptures_and_outputs_do_not_alias():
+    w = torch.randn(6, 4, device=DEV)
+    f = torch.compile(lambda x: torch.tanh(x @ w) * 2)
+    outs = []
+    for n in (3, 3, 3, 3, 3, 5, 5, 5, 5, 3):
+        x = torch.randn(n, 6, device=DEV)
+        y = f(x)
+        outs.append((x, y))
+        np.testing.assert_allclose(_np(y), np.tanh(_np(x) @ _np(w)) * 2, rtol=1e-5, atol=1e-6)
+    assert len(f.graphs()) == 2                 # one capture per shape
+    for x, y in outs:                           # earlier results were not overwritten by later replays
+        np.testing.assert_allclose(_np(y), np.tanh(_np(x) @ _np(w)) * 2, rtol=1e-5, atol=1e-6)
+
+
+def test_item_inside_falls_back_with_message():
+    def fn(x):
+        s = (x * 2).sum()
+        return x * s.item()
+
+    cf = torch.compile(fn)
+    x = torch.randn(10, device=DEV)
+    with pytest.warns(RuntimeWarning, match=r"host read \(item .*s\.item\(\)"):
+        for _ in range(3):
+            r = cf(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # the message is given once
+        r = cf(x)
+    np.testing.assert_allclose(_np(r), _np(fn(x)), rtol=1e-6)
+    assert cf.graphs() == [] and len(cf.fallbacks()) == 1
+
+    strict = torch.compile(fn, fullgraph=True)
+    strict(x)
+    with pytest.raises(RuntimeError, match="fullgraph=True.*host read"):
+        strict(x)
+
+
+def test_dropout_and_scheduler_inside_fall_back():
+    x = torch.randn(64, device=DEV)
+    cf = torch.compile(lambda t: F.dropout(t, 0.5, training=True))
+    with pytest.warns(RuntimeWarning, match="random numbers"):
+        for _ in range(4):
+            cf(x)
+    m = nn.Linear(4, 1).to(DEV)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    sch = torch.optim.lr_scheduler.StepLR(opt, 1, 0.5)
+
+    def step(x):
+        opt.zero_grad()
+        m(x).sum().backward()
+        opt.step()
+        sch.step()
+
+    cs = torch.compile(step)
+    with pytest.warns(RuntimeWarning, match="scheduler"):
+        for _ in range(3):
+            cs(torch.randn(2, 4, device=DEV))
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5 ** 3)
+
+
+def test_compiled_module_inference_and_api():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(5, 7), nn.GELU(), nn.Linear(7, 2)).to(DEV).eval()
+    cm = torch.compile(m)
+    assert isinstance(cm, nn.Module) and list(cm.state_dict())[0] == "_orig_mod.0.weight"
+    m.note = "kept"
+    assert cm._orig_mod is m and cm.note == "kept"         # attributes it lacks come from the wrapped module
+    x = torch.randn(3, 5, device=DEV)
+    with torch.no_grad():
+        for _ in range(5):
+            y = cm(x)
+        np.testing.assert_array_equal(_np(y), _np(m(x)))
+    assert cm._compiled.graphs()
+    # PyTorch's argument checks and the eager backends
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        torch.compile(m, mode="fastest")
+    with pytest.raises(RuntimeError, match="both"):
+        torch.compile(m, mode="default", options={})
+    with pytest.raises(NotImplementedError, match="FX graph"):
+        torch.compile(m, backend=lambda gm, ex: gm)
+    assert torch.compile(m, backend="eager") is m and torch.compile(m, disable=True) is m
+    deco = torch.compile(mode="reduce-overhead", dynamic=False)
+    assert callable(deco(lambda t: t + 1))
+
+
+def test_is_compiling_during_capture():
+    seen = []
+
+    def fn(x):
+        seen.append(cltorch.compiler.is_compiling())
+        return x + 1
+
+    cf = torch.compile(fn)
+    x = torch.randn(4, device=DEV)
+    for _ in range(4):
+        cf(x)
+    assert seen == [False, True, True] and cltorch.compiler.is_compiling() is False
+
+
+def test_clgraph_replay_static_buffers():
+    w = torch.randn(8, 8, device=DEV)
+    static_x = torch.randn(4, 8, device=DEV)
+    g = torch.cl.CLGraph()
+    with torch.no_grad():
+        with torch.cl.graph(g):
+            static_y = torch.relu(static_x @ w) + 1.0
+        for _ in range(3):
+            x = torch.randn(4, 8, device=DEV)
+            static_x.copy_(x)
+            g.replay()
+            np.testing.assert_allclose(_np(static_y), np.maximum(_np(x) @ _np(w), 0) + 1, rtol=1e-5, atol=1e-6)
+    assert g.launch_count >= 2
+    with pytest.raises(RuntimeError, match="host read"):
+        with torch.cl.graph(torch.cl.CLGraph()):
+            (static_x * 2).sum().item()
+
+
+def _chain(x):
+    """30 pointwise ops: sin, *, + repeated ten times."""
+    for _ in range(10):
+        x = torch.sin(x) if isinstance(x, torch.Tensor) else T.sin(x)
+        x = x * 1.01
+        x = x + 0.25
+    return x
+
+
+def test_fused_30_op_chain():
+    xn = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    x = torch.from_numpy(xn).to(DEV)
+    cf = torch.compile(_chain)
+    with torch.no_grad():
+        for _ in range(4):
+            y = cf(x)
+        eager = _chain(x)
+    (g,) = cf.graphs()
+    assert g.launch_count <= 3, g.labels()
+    assert cf.cache and next(iter(cf.cache.values())).launches_eager == 30
+    np.testing.assert_array_equal(_np(y), _np(eager))            # vector path both ways: same operations
+    np.testing.assert_allclose(_np(y), _chain(T.from_numpy(xn)).numpy(), rtol=1e-5, atol=1e-6)
+    # the same chain unfused replays 30 launches
+    cu = torch.compile(_chain, options={"fusion": False})
+    with torch.no_grad():
+        for _ in range(4):
+            cu(x)
+    assert cu.graphs()[0].launch_count == 30
+
+
+def test_fusion_keeps_intermediates_that_are_seen():
+    x = torch.randn(100, device=DEV)
+    keep = []
+
+    def fn(t):
+        a = t * 2.0
+        keep.append(a)                 # a live tensor outside: it must still be written
+        return a + 1.0
+
+    cf = torch.compile(fn)
+    with torch.no_grad():
+        for _ in range(4):
+            y = cf(x)
+    assert cf.graphs()[0].launch_count == 2
+    np.testing.assert_allclose(_np(y), _np(x) * 2 + 1, rtol=1e-6)
