@@ -4,9 +4,10 @@
 ##   +1 inverse.
 ## Pass (E. Bainville's formulation of Stockham): n = R * m; work-item (j, batch), j < m, with ns the product of the
 ## radices already done and k = j mod ns, reads v[r] = in[j + r*m], twists v[r] by w^(r*k) with w = exp(sign 2 pi i
-## / (ns*R)), takes the R-point DFT and writes out[(j/ns)*ns*R + k + q*ns]. Twiddles come from a table of
-## exp(-2 pi i t / n), t < n, computed in double on the host (index r*k*(n/(ns*R)) < n, exact integers), so no
-## angle is formed in float. The R-point DFT's constants are written here as literals (exact ones as +-1, +-i).
+## / (ns*R)), takes the R-point DFT and writes out[(j/ns)*ns*R + k + q*ns]. Twiddles come from the pass's table
+## tw[(r-1)*ns + k] = exp(-2 pi i r k / (ns*R)), computed in double on the host (angles from exact integers), so
+## no angle is formed in float and neighbouring work-items read neighbouring entries. The R-point DFT's constants
+## are written here as literals (exact ones as +-1, +-i).
 <%!
 import math
 
@@ -43,29 +44,28 @@ inline T2 cmul(T2 a, T2 b) { return (T2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y 
 
 % if kernel == "pass":
 __kernel void fft_pass(__global const T2* in, long in_off, __global T2* out, long out_off,
-                       __global const T2* tw, long n, long ns, long twstep, ${T} scale)
+                       __global const T2* tw, long n, long ns, ${T} scale)
 {
-    long j = get_global_id(0);
-    long m = n / ${R};
+    /* int index arithmetic (n < 2^31): a 64-bit division per work-item costs more than the butterfly on CPUs */
+    int j = (int)get_global_id(0);
+    int m = (int)n / ${R}, ins = (int)ns;
     if (j >= m) return;
     long b = get_global_id(1);
     in += in_off + b * n;
     out += out_off + b * n;
-    long k = j % ns;
+    int k = j % ins;
     T2 v[${R}];
 % for r in range(R):
     v[${r}] = in[j + ${r} * m];
 % endfor
-    if (k) {
 % for r in range(1, R):
-        { T2 w = tw[${r} * k * twstep];
+    { T2 w = tw[${r - 1} * ins + k];
 % if sign > 0:
-          w.y = -w.y;
+      w.y = -w.y;
 % endif
-          v[${r}] = cmul(v[${r}], w); }
+      v[${r}] = cmul(v[${r}], w); }
 % endfor
-    }
-    long o = (j / ns) * ns * ${R} + k;
+    int o = (j / ins) * ins * ${R} + k;
 % for q, row in enumerate(dft_terms(R, sign)):
     {
         T2 acc = v[0];
@@ -82,9 +82,26 @@ __kernel void fft_pass(__global const T2* in, long in_off, __global T2* out, lon
         acc += cmul(v[${r}], (T2)(${lit(c, T)}, ${lit(s, T)}));
 % endif
 % endfor
-        out[o + ${q} * ns] = acc * scale;
+        out[o + ${q} * ins] = acc * scale;
     }
 % endfor
+}
+% elif kernel == "r2c_post":
+## rfft of n = 2h reals from the h-point complex DFT Z of z_j = x_2j + i x_2j+1: with A_k = (Z_k + conj Z_(h-k)) / 2
+## and B_k = (Z_k - conj Z_(h-k)) / 2i (the DFTs of the even and odd samples), X_k = A_k + w_k B_k, k = 0..h,
+## w_k = exp(-2 pi i k / n) from the host's table
+__kernel void r2c_post(__global const T2* Z, __global T2* X, __global const T2* w, long h, ${T} scale)
+{
+    long k = get_global_id(0);
+    if (k > h) return;
+    long b = get_global_id(1);
+    T2 zk = Z[b * h + (k == h ? 0 : k)];
+    T2 zc = Z[b * h + (k == 0 ? 0 : h - k)];
+    zc.y = -zc.y;
+    T2 a = (zk + zc) * (${T})0.5;
+    T2 d = (zk - zc) * (${T})0.5;
+    T2 bk = (T2)(d.y, -d.x);          /* d / i */
+    X[b * (h + 1) + k] = (a + cmul(w[k], bk)) * scale;
 }
 % elif kernel == "chirp_in":
 ## a[b, j] = x[b, j] * c[j] for j < n, 0 for n <= j < M (Bluestein's premultiplied, zero-padded input)

@@ -21,7 +21,7 @@ import math
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..ops.fft import fft_c2c
+from ..ops.fft import fft_c2c, rfft_last
 from ..ops import complex as _C
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2",
@@ -144,9 +144,13 @@ def _r2c(x, dims, sizes, norm, name, onesided=True):
         if n is not None:
             x = _resize(x, d, n)
     N = math.prod(x._shape[d] for d in dims)
-    y = fft_c2c(_lift(x), dims, False, _scale(norm, N, False))
     last = dims[-1]
-    return y.narrow(last, 0, x._shape[last] // 2 + 1)
+    n = x._shape[last]
+    if n % 2 == 0:      # the half-length complex transform of the paired samples (ops/fft.rfft_last)
+        y = rfft_last(x.movedim(last, -1), _scale(norm, N, False)).movedim(-1, last)
+        return fft_c2c(y, dims[:-1], False, 1.0) if len(dims) > 1 else y
+    y = fft_c2c(_lift(x), dims, False, _scale(norm, N, False))
+    return y.narrow(last, 0, n // 2 + 1)
 
 
 def _c2r(x, dims, sizes, norm, name):

@@ -22,7 +22,7 @@ from .. import _dtype as D
 from .._dispatch import call, register
 from .._tensor import Tensor
 
-__all__ = ["fft_c2c", "smooth_factors"]
+__all__ = ["fft_c2c", "rfft_last", "smooth_factors"]
 
 _L = np.int64
 _tables = {}      # (device, dtype name, kind, n) -> Tensor
@@ -46,10 +46,12 @@ def _table(device, cdt, kind, n, M=0, sign=-1):
     t = _tables.get(key)
     if t is None:
         from .creation import tensor
-        if kind == "tw":        # exp(-2 pi i t / n)
-            a = np.exp(-2j * np.pi * (np.arange(n) / n))
+        if kind == "tw":        # pass p's twiddles: exp(-2 pi i r k / (ns R)) at (r-1)*ns + k, one table per pass
+            a = _pass_twiddles(n)[M]
         elif kind == "chirp":   # c_m = exp(sign i pi (m^2 mod 2n) / n)
             a = _chirp(n, sign)
+        elif kind == "r2c":     # exp(-2 pi i k / n), k = 0 .. n/2
+            a = np.exp(-2j * np.pi * np.arange(n // 2 + 1) / n)
         else:                   # "kernel": FFT_M of b, b_m = conj(c_m) at m and at M - m
             c = np.conj(_chirp(n, sign))
             b = np.zeros(M, np.complex128)
@@ -60,6 +62,16 @@ def _table(device, cdt, kind, n, M=0, sign=-1):
     return t
 
 
+def _pass_twiddles(n):
+    out, ns = [], 1
+    for R in smooth_factors(n) or []:
+        r = np.arange(1, R)[:, None]
+        k = np.arange(ns)[None, :]
+        out.append(np.exp(-2j * np.pi * ((r * k) % (ns * R)) / (ns * R)).reshape(-1))
+        ns *= R
+    return out or [np.ones(1)]
+
+
 def _chirp(n, sign):
     m = np.arange(n, dtype=np.int64)
     return np.exp(sign * 1j * np.pi * ((m * m) % (2 * n)) / n)
@@ -68,8 +80,8 @@ def _chirp(n, sign):
 def _kernel(rt, cdt, kind, R=0, sign=0):
     T = "double" if cdt is D.complex128 else "float"
     st = np.float64 if T == "double" else np.float32
-    args = {"pass": [None, _L, None, _L, None, _L, _L, _L, st], "chirp_in": [None, _L, None, None, _L, _L],
-            "spectrum_mul": [None, None, _L, st], "chirp_out": [None, None, _L, None, _L, _L, st]}[kind]
+    args = {"pass": [None, _L, None, _L, None, _L, _L, st], "chirp_in": [None, _L, None, None, _L, _L],
+            "spectrum_mul": [None, None, _L, st], "r2c_post": [None, None, None, _L, st], "chirp_out": [None, None, _L, None, _L, _L, st]}[kind]
     name = {"pass": "fft_pass"}.get(kind, kind)
     return rt.kernel("fft.cl.mako", name, args, T=T, kernel=kind, R=R, sign=sign), st
 
@@ -91,10 +103,9 @@ def _stockham(x, out, n, batch, inverse, scale, x_off=0):
         from .views import _copy_into
         _copy_into(out.view(-1), x.reshape(-1))
         k, st = _kernel(rt, cdt, "spectrum_mul")
-        rt.launch(k, (1, batch), None, out._storage.cl_buffer(), _table(x.device, cdt, "tw", 1)._storage.cl_buffer(),
-                  1, st(scale))
+        rt.launch(k, (1, batch), None, out._storage.cl_buffer(),
+                  _table(x.device, cdt, "tw", 1, 0)._storage.cl_buffer(), 1, st(scale))
         return out
-    tw = _table(x.device, cdt, "tw", n)
     sign = 1 if inverse else -1
     scratch = _empty_like(out, (batch * n,)) if len(radices) > 1 else None
     P = len(radices)
@@ -102,8 +113,9 @@ def _stockham(x, out, n, batch, inverse, scale, x_off=0):
     for i, R in enumerate(radices):
         dst = out if (P - 1 - i) % 2 == 0 else scratch
         k, st = _kernel(rt, cdt, "pass", R, sign)
+        tw = _table(x.device, cdt, "tw", n, i)
         rt.launch(k, (n // R, batch), None, src._storage.cl_buffer(), src_off, dst._storage.cl_buffer(), 0,
-                  tw._storage.cl_buffer(), n, ns, n // (ns * R), st(scale if i == P - 1 else 1.0))
+                  tw._storage.cl_buffer(), n, ns, st(scale if i == P - 1 else 1.0))
         src, src_off = dst, 0
         ns *= R
     return out
@@ -185,3 +197,52 @@ def fft_c2c(x, dims, inverse, scale):
     """scale * the DFT (``inverse``: the unnormalized inverse DFT) of complex ``x`` over ``dims`` (a tuple of
     non-negative dims), differentiable (the backward is the adjoint transform)."""
     return call(_c2c_op, x, tuple(dims), bool(inverse), float(scale))
+
+
+# ------------------------------------------------------------------------------------------ real input, even n
+def _rfft_last_fwd(ctx, x, scale):
+    """scale * the first n/2 + 1 DFT bins of real x (n = last dim, even) from one n/2-point complex transform of
+    the samples paired as (even, odd) (the pairing is view_as_complex of x, no copy; kernel ``r2c_post``)."""
+    from .complex import complex_view
+    if ctx is not None:
+        ctx.scale, ctx.n = scale, x._shape[-1]
+    n = x._shape[-1]
+    h = n // 2
+    xc = x.contiguous()
+    if xc._offset % 2:
+        xc = xc.clone()
+    z = complex_view(xc.view(xc._shape[:-1] + (h, 2)))
+    batch = z.numel() // h if h else 0
+    Z = _fft_last(z, False, 1.0)
+    out = Tensor._make(Z._storage.__class__.empty(batch * (h + 1), Z.dtype, Z.device), x._shape[:-1] + (h + 1,))
+    if batch:
+        rt = out._storage.runtime()
+        k, st = _kernel(rt, Z.dtype, "r2c_post")
+        w = _table(x.device, Z.dtype, "r2c", n)
+        rt.launch(k, (h + 1, batch), None, Z._storage.cl_buffer(), out._storage.cl_buffer(), w._storage.cl_buffer(),
+                  h, st(scale))
+        if out._storage.host is not None:
+            rt.synchronize()
+    return out
+
+
+def _rfft_last_bwd(ctx, g):
+    """The adjoint: the real part of scale * the unnormalized inverse DFT of g zero-padded to n bins."""
+    from .complex import real
+    from .joins import cat
+    from .creation import zeros
+    if not g.dtype.is_complex:
+        from .complex import complex as mk
+        g = mk(g, g * 0)
+    pad = zeros(g._shape[:-1] + (ctx.n - g._shape[-1],), dtype=g.dtype, device=g.device)
+    full = cat([g, pad], -1)
+    return real(fft_c2c(full, (g.dim() - 1,), True, ctx.scale)), None
+
+
+_rfft_op = register("rfft_last", _rfft_last_fwd, _rfft_last_bwd)
+
+
+def rfft_last(x, scale):
+    """scale * rfft of real float32/float64 ``x`` along its last dim, whose size must be even (>= 2);
+    differentiable."""
+    return call(_rfft_op, x, float(scale))
