@@ -163,7 +163,8 @@ def cond(A, p=None, *, out=None):
 
     p None / 2 / -2: ratio of the largest and smallest singular values (``svdvals``; any shape). p 'fro', 'nuc',
     1, -1, inf, -inf: ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` for square ``A``, inf where a matrix is
-    singular (``inv_ex``'s info). Empty matrices give 0. RuntimeError for fewer than 2 dims, an invalid p, or a
+    singular (``inv_ex``'s info) and where 0 * inf would give nan. Empty matrices give 0. Unlike PyTorch's (whose
+    in-place fill of the inverse breaks its backward), this one is differentiable for every p. RuntimeError for fewer than 2 dims, an invalid p, or a
     non-square ``A`` with a norm that needs the inverse."""
     if out is not None:
         raise NotImplementedError("linalg.cond: out= is not supported")
@@ -191,7 +192,8 @@ def cond(A, p=None, *, out=None):
         inverse = inverse.masked_fill(bad, math.inf)
     else:
         inverse = _need("inv")(A)
-    return matrix_norm(A, ord_) * matrix_norm(inverse, ord_)
+    # 0 * inf (a zero matrix) is inf, as NumPy's and PyTorch's cond give
+    return (matrix_norm(A, ord_) * matrix_norm(inverse, ord_)).nan_to_num(math.inf, math.inf, -math.inf)
 
 
 # ------------------------------------------------------------------------------------------------ products
