@@ -296,12 +296,21 @@ def test_mismatched_and_bad_args():
         cltorch.linalg.lu_factor(a, pivot=False)
 
 
-def test_eig_needs_complex():
-    a = cltorch.tensor(rng.standard_normal((3, 3)))
-    try:
-        w = cltorch.linalg.eigvals(a)
-    except NotImplementedError as e:
-        assert "complex64" in str(e)
-        return
-    ref = torch.linalg.eigvals(torch.tensor(a.numpy()))
-    np.testing.assert_allclose(np.sort_complex(w.numpy()), np.sort_complex(ref.numpy()), rtol=1e-8)
+@pytest.mark.parametrize("device", DEVICES)
+def test_eig_complex(device):
+    a = rng.standard_normal((2, 4, 4))
+    ref = torch.linalg.eigvals(torch.tensor(a))
+    w = cltorch.linalg.eigvals(cltorch.tensor(a, device=device))
+    assert w.dtype is cltorch.complex128
+    np.testing.assert_allclose(np.sort_complex(w.cpu().numpy()), np.sort_complex(ref.numpy()), rtol=1e-8)
+    assert cltorch.linalg.eigvals(cltorch.tensor(a.astype(np.float32))).dtype is cltorch.complex64
+    # A V = V diag(L), and the gradient of a phase-invariant loss matches torch's
+    x = cltorch.tensor(a, device=device, requires_grad=True)
+    L, V = cltorch.linalg.eig(x)
+    Ln, Vn = L.detach().cpu().numpy(), V.detach().cpu().numpy()
+    np.testing.assert_allclose(a @ Vn, Vn * Ln[..., None, :], atol=1e-10)
+    (V.abs().sum() + L.abs().sum()).backward()
+    xt = torch.tensor(a, requires_grad=True)
+    Lt, Vt = torch.linalg.eig(xt)
+    (Vt.abs().sum() + Lt.abs().sum()).backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), xt.grad.numpy(), rtol=1e-6, atol=1e-9)

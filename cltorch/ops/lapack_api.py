@@ -19,7 +19,7 @@ linalg.matrix_exp, matrix_exp               host numpy in float64: degree-18 Tay
                                             backward: matrix_exp of a 2n x 2n block matrix
 svd_lowrank, pca_lowrank                    composed: randomized range finder (Halko et al. 2009, alg. 5.1)
 linalg.ldl_factor(_ex), ldl_solve           host numpy code (lapack_ldl.py): Bunch-Kaufman, LAPACK's pivots
-linalg.eig, eigvals                         NotImplementedError: needs complex64 tensors
+linalg.eig, eigvals                         host numpy.linalg.eig (geev); complex64/128 results
 ==========================================  ==================================================================
 """
 import collections
@@ -556,20 +556,71 @@ def pca_lowrank(A, q=None, center=True, niter=2):
 
 
 # -------------------------------------------------------------------------------------------- eig (complex)
-def _no_complex(fname):
-    raise NotImplementedError(f"{fname}: needs complex64 tensors (its eigenvalues and eigenvectors are complex), "
-                              "and cltorch has no complex64 storage yet; for symmetric matrices use "
-                              "cltorch.linalg.eigh / eigvalsh")
+def _cdt(dtype):
+    return D.complex64 if dtype is D.float32 else D.complex128
+
+
+def _eig_host(A):
+    w, V = np.linalg.eig(A)
+    c = np.complex64 if A.dtype == np.float32 else np.complex128
+    return w.astype(c), V.astype(c)
+
+
+def _eig_bw(ctx, gL, gV):
+    """PyTorch's linalg_eig_backward, computed on the host: gA = Re(V^-H (diag(gL) + (V^H gV -
+    V^H V diag(Re(diag(V^H gV)))) / conj(E)) V^H), E[i, j] = L_j - L_i."""
+    A, Lt, Vt = ctx.saved_tensors
+    Lh, Vh_ = to_host(Lt), to_host(Vt)
+    n = Lh.shape[-1]
+    VH = np.conj(np.swapaxes(Vh_, -1, -2))
+    if gV is not None:
+        VhgV = VH @ to_host(gV)
+        d = np.real(np.diagonal(VhgV, 0, -2, -1))
+        VhgV = VhgV - VH @ (Vh_ * d[..., None, :])
+        Lc = np.conj(Lh)
+        E = Lc[..., None, :] - Lc[..., :, None]
+        idx = np.arange(n)
+        E[..., idx, idx] = 1
+        ret = VhgV / E
+        ret[..., idx, idx] = to_host(gL) if gL is not None else 0
+    else:
+        ret = np.zeros(Lh.shape + (n,), Lh.dtype)
+        idx = np.arange(n)
+        ret[..., idx, idx] = to_host(gL)
+    gA = np.linalg.solve(VH, ret @ VH)
+    return (to_device(np.real(gA).astype(A.dtype.np), A.device),)
+
+
+_eig_op = host_op("linalg_eig", _eig_host, _eig_bw)
+EigResult = collections.namedtuple("eig", ["eigenvalues", "eigenvectors"])
+
+
+def _complex_ready(fname):
+    if not hasattr(D, "complex64"):
+        raise NotImplementedError(f"{fname}: needs complex64 tensors (its results are complex)")
 
 
 def eig(A, *, out=None):
-    """``torch.linalg.eig``: NotImplementedError (the result is complex; cltorch has no complex64 yet)."""
-    _no_complex("linalg.eig")
+    """``torch.linalg.eig``: (eigenvalues (..., n), eigenvectors (..., n, n) as unit-norm columns) of square
+    real A, complex64 for float32 input (complex128 for float64) even when the eigenvalues are real. Host:
+    numpy.linalg.eig (LAPACK geev). Gradient: PyTorch's linalg_eig_backward, on the host (defined for a loss
+    invariant to each eigenvector's phase, and distinct eigenvalues)."""
+    check_matrix(A, "linalg.eig")
+    _complex_ready("linalg.eig")
+    return _out(EigResult(*call(_eig_op, A)), out)
 
 
 def eigvals(A, *, out=None):
-    """``torch.linalg.eigvals``: NotImplementedError (the result is complex; cltorch has no complex64 yet)."""
-    _no_complex("linalg.eigvals")
+    """``torch.linalg.eigvals``: eigenvalues (..., n), complex, of square real A. Host: numpy.linalg.eigvals when
+    no gradient is needed, else through ``eig`` (gradient V^-H diag(gL) V^H)."""
+    check_matrix(A, "linalg.eigvals")
+    _complex_ready("linalg.eigvals")
+    if A.requires_grad and is_grad_enabled():
+        r = eig(A).eigenvalues
+    else:
+        w = np.linalg.eigvals(to_host(A))
+        r = to_device(w.astype(_cdt(A.dtype).np), A.device, _cdt(A.dtype))
+    return _out(r, out)
 
 
 # -------------------------------------------------------------------------------------------- Tensor methods
