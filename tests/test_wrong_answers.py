@@ -133,6 +133,20 @@ def test_index_fill_with_a_0d_tensor_value_gets_its_gradient():
         _close(g, r)
 
 
+def test_index_fill_inplace_with_a_0d_tensor_value_gets_its_gradient():
+    a = np.random.default_rng(6).standard_normal((3, 4)).astype(np.float32)
+
+    def f(T, x, val):
+        y = x * 1
+        y.index_fill_(0, T.tensor([1]), val)
+        return y
+
+    (got, gg), (ref, tg) = _grads(f, a, np.array(-1.5, np.float32))
+    _close(got, ref)
+    for g, r in zip(gg, tg):
+        _close(g, r)
+
+
 @pytest.mark.parametrize("name", ["fmax", "fmin"])
 def test_fmax_fmin_are_differentiable(name):
     rng = np.random.default_rng(7)

@@ -1263,6 +1263,8 @@ def index_fill(input, dim, index, value):  # noqa: A002
 
 def index_fill_(self, dim, index, value):
     dim = _index_args(self, dim, index, None, "index_fill_")
+    if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
+        return self.copy_(index_fill(self, dim, index, value))      # value's gradient needs the graph
     value = _fill_value(value)
     r = _inplace(self, "index_fill_", lambda s: call(_index_fill_op, s, dim, index, value))
     if r is not None:
