@@ -44,7 +44,7 @@ from . import fft  # noqa: E402,F401
 from .ops.lapack_api import (svd_legacy as svd, qr_legacy as qr, det, logdet, slogdet, inverse,  # noqa
                               cholesky_legacy as cholesky, cholesky_inverse, cholesky_solve, lu_legacy as lu,
                               lu_solve_legacy as lu_solve, lu_unpack, triangular_solve, pinverse, geqrf,
-                              ormqr, pca_lowrank, svd_lowrank, matrix_exp)
+                              ormqr, orgqr, pca_lowrank, svd_lowrank, matrix_exp)
 from .linalg._products import addr  # noqa: E402,F401
 _tensor.set_reducer(lambda t: serialization._reduce_tensor(t))   # how Tensors pickle, set from above floor 4
 from . import nn, optim, utils, cuda, backends, accelerator

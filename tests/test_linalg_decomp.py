@@ -192,6 +192,7 @@ def test_householder_geqrf_ormqr():
     np.testing.assert_allclose(ctau.numpy(), tau.numpy(), rtol=1e-10, atol=1e-12)
     _run(torch.linalg.householder_product, cltorch.linalg.householder_product, [h.numpy(), tau.numpy()], "cl:0",
          True)
+    _run(torch.orgqr, cltorch.orgqr, [h.numpy(), tau.numpy()], "cpu", True)
     c = rng.standard_normal((5, 2))
     for left, tr in ((True, False), (True, True)):
         _run(lambda x, t, y: torch.ormqr(x, t, y, left, tr), lambda x, t, y: cltorch.ormqr(x, t, y, left, tr),

@@ -39,7 +39,7 @@ from .lapack import (LinAlgError, check_matrix, host_op, to_device, to_host, sol
 __all__ = ["solve", "solve_ex", "inv", "inv_ex", "inverse", "logdet", "cholesky", "cholesky_legacy",
            "cholesky_solve", "cholesky_inverse", "lu_factor", "lu_unpack", "lu", "lu_solve", "lu_legacy",
            "lu_solve_legacy", "triangular_solve", "qr_legacy", "svd_legacy", "pinverse", "matrix_rank", "lstsq",
-           "householder_product", "ormqr", "geqrf", "matrix_exp", "svd_lowrank", "pca_lowrank", "eig", "eigvals"]
+           "householder_product", "orgqr", "ormqr", "geqrf", "matrix_exp", "svd_lowrank", "pca_lowrank", "eig", "eigvals"]
 
 
 def _mT(x):
@@ -412,6 +412,11 @@ def householder_product(A, tau, *, out=None):
     return _out(Q, out)
 
 
+def orgqr(input, tau):  # noqa: A002
+    """``torch.orgqr``: alias of ``torch.linalg.householder_product``."""
+    return householder_product(input, tau)
+
+
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):  # noqa: A002
     """``torch.ormqr(input, tau, other, left=True, transpose=False)``: op(Q) @ other (left) or other @ op(Q),
     op = identity or transpose, with Q = H_1 ... H_k from geqrf's (input (..., mn, k'), tau (..., k)).
@@ -628,5 +633,5 @@ for _name, _fn in (("svd", svd_legacy), ("qr", qr_legacy), ("det", det), ("logde
                    ("inverse", inverse), ("cholesky", cholesky_legacy), ("cholesky_inverse", cholesky_inverse),
                    ("cholesky_solve", cholesky_solve), ("lu", lu_legacy), ("lu_solve", lu_solve_legacy),
                    ("triangular_solve", triangular_solve), ("pinverse", pinverse), ("geqrf", geqrf),
-                   ("ormqr", ormqr), ("matrix_exp", matrix_exp)):
+                   ("ormqr", ormqr), ("orgqr", orgqr), ("matrix_exp", matrix_exp)):
     method(_name, _fn)
