@@ -26,6 +26,7 @@ from .ops.compare import *  # noqa: F401,F403
 from .ops.shape_ops import *  # noqa: F401,F403
 from .ops.complex import *  # noqa: F401,F403
 from .ops.statistics import *  # noqa: F401,F403
+from .ops.aten_extras import *  # noqa: F401,F403
 from .ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: F401
 from .ops.pool import max_pool1d, max_pool2d, avg_pool1d  # noqa: F401
 from .ops.softmax import softmax, log_softmax  # noqa: F401

@@ -26,6 +26,8 @@ SKIP = {
     "signal.windows.": "window functions of torch.signal are not provided",
     "to_sparse": "sparse layouts are not provided",
     "_": "private aten ops (names starting with '_') are not user API",
+    "torch.ops.aten._": "private aten ops (names starting with '_') are not user API",
+    "torch._scaled_mm": "private aten ops (names starting with '_') are not user API",
     "nn.functional.quantized": "quantized ops are not provided",
     "fake_quantize_per_tensor_affine": "quantization is not provided",
     "fake_quantize_per_channel_affine": "quantization is not provided",
@@ -91,8 +93,12 @@ def resolve(op):
     place of torch; otherwise the op is looked up by its dotted name in cltorch, then as a Tensor method of
     that name when torch's entry has a method variant."""
     import inspect
+    import torch
     if inspect.isfunction(op.op) and op.op.__module__.startswith("torch.testing"):
         return _rebind(op.op)
+    if isinstance(op.op, torch._ops.OpOverload):       # aten.slice.Tensor -> cltorch.ops.aten.slice.Tensor
+        packet = getattr(cltorch.ops.aten, op.op._schema.name.split("::")[-1], None)
+        return getattr(packet, op.op._overloadname, None)
     obj = cltorch
     for part in op.name.split("."):
         obj = getattr(obj, part, None)

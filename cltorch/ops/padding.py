@@ -24,7 +24,7 @@ from .._tensor import Tensor
 from .pool import (kernel, dtname, idx_type, finish, compute_in_float, adaptive_avg_pool1d, adaptive_avg_pool2d,
                    launch3)
 
-__all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
+__all__ = ["pad", "constant_pad_nd", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
 
 _MODES = {"reflect": 0, "replicate": 1, "circular": 2}
 
@@ -184,21 +184,40 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
         d = nd - 1 - i
         a, b = pads[2 * i], pads[2 * i + 1]
         L = input.shape[d]
+        if L + a + b < 0:
+            raise RuntimeError(f"input size {L} with padding ({a}, {b}) gives an invalid output size at "
+                               f"dimension {d}")
+        if mode == "circular":
+            # PyTorch's circular padding crops the negative pads first, then wraps within what is left
+            if a > L or b > L:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            lc = L - max(-a, 0) - max(-b, 0)
+            if lc < 0 or max(a, 0) > lc or max(b, 0) > lc:
+                raise RuntimeError(f"unsupported operation: circular padding ({a}, {b}) of dimension {d} (size {L}) "
+                                   f"wraps over its own output ({max(lc, 0)} elements remain after the negative pads)")
+            if a < 0 or b < 0:
+                x = x.narrow(d, max(-a, 0), lc)
+                a, b = max(a, 0), max(b, 0)
+            if a or b:
+                x = call(_pad1d_op, x, d, a, b, _MODES[mode])
+            continue
         if mode == "reflect" and (a >= L or b >= L):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
                                f"but got: padding ({a}, {b}) at dimension {d} of input {list(input.shape)}")
-        if mode == "circular" and (a > L or b > L):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
         if mode == "replicate" and L == 0 and (a or b):
             raise RuntimeError(f"Expected a non-empty dimension {d} to pad in replicate mode, got input "
                                f"{list(input.shape)}")
-        if L + a + b < 0 or (mode != "constant" and (-a >= L or -b >= L) and (a < 0 or b < 0)):
-            raise RuntimeError(f"input size {L} with padding ({a}, {b}) gives an invalid output size at "
-                               f"dimension {d}")
+        # reflect and replicate map output o to input pad_src(o - a) of the uncropped dim, negative pads included
         if a == 0 and b == 0:
             continue
         x = call(_pad1d_op, x, d, a, b, _MODES[mode])
     return x if x is not input else call(_constant_op, input, tuple([(0, 0)] * nd), 0.0)
+
+
+def constant_pad_nd(input, pad, value=0):  # noqa: A002
+    """``torch.constant_pad_nd``: ``pad(input, pad, mode='constant', value=value)`` (pads last dim first; negative
+    pads crop). Differentiable to any order."""
+    return globals()["pad"](input, pad, "constant", value)
 
 
 # --------------------------------------------------------------------------------------------- resampling

@@ -176,6 +176,53 @@ def exponential_(self, lambd=1.0, *, generator=None):
     return _via_float32(self, lambda t: _fill(t, "exponential", generator, lambd=lambd))
 
 
+def _from_uniform(self, transform, generator, what, integer_ok=False):
+    """Fill self with ``transform(u)``, u a float32 (float64 for a float64 target) tensor of U[0, 1) Philox draws;
+    the transform is composed of elementwise tensor ops."""
+    if not (self.dtype.is_floating_point or (integer_ok and self.dtype is not D.bool)):
+        raise RuntimeError(f"{what} expects a floating point tensor, got {self.dtype}")
+    dt = D.float64 if self.dtype is D.float64 else D.float32
+    u = Tensor._empty(self._shape, dt, self.device)
+    _fill(u, "uniform", generator, low=0.0, high=1.0)
+    from .views import _copy_into
+    _copy_into(self, transform(u))
+    self._storage.version += 1
+    return self
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill with Cauchy(median, sigma) draws: median + sigma tan(pi (u - 1/2)), u ~ U[0, 1) (inverse CDF).
+    Raises RuntimeError for sigma <= 0 or an integer tensor."""
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    return _from_uniform(self, lambda u: ((u - 0.5) * np.pi).tan() * sigma + median, generator, "cauchy_")
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill with exp(N(mean, std^2)) draws. Raises RuntimeError for std <= 0 or an integer tensor."""
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(f"log_normal_ expects a floating point tensor, got {self.dtype}")
+    dt = D.float64 if self.dtype is D.float64 else D.float32
+    z = Tensor._empty(self._shape, dt, self.device)
+    _fill(z, "normal", generator, mean=mean, std=std)
+    from .views import _copy_into
+    _copy_into(self, z.exp())
+    self._storage.version += 1
+    return self
+
+
+def geometric_(self, p, *, generator=None):
+    """Fill with Geometric(p) draws on {1, 2, ...} (trials up to the first success): ceil(log(1 - u) / log(1 - p)),
+    at least 1 (inverse CDF). Integer tensors are allowed, as in PyTorch; 0 < p < 1 else RuntimeError."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    lq = float(np.log1p(-p))
+    return _from_uniform(self, lambda u: ((-u).log1p() / lq).ceil().clamp(min=1), generator, "geometric_",
+                         integer_ok=True)
+
+
 def random_(self, from_=0, to=None, *, generator=None):
     """Integers in [from, to) (to defaults to 2**mantissa for floats, the dtype's max + 1 for integers)."""
     if to is None:
@@ -322,8 +369,15 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
     return bernoulli_(out, input if p is None else p, generator=generator)
 
 
-def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """N(mean, std) draws: tensor mean and/or std broadcast, or scalars with ``size``."""
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False):
+    """N(mean, std) draws: tensor mean and/or std broadcast, or scalars with ``size``. Only the strided layout
+    exists (another raises RuntimeError); ``out`` receives the draws."""
+    if layout is not None and str(layout).split(".")[-1] != "strided":
+        raise RuntimeError(f"normal: layout {layout} is not supported (only torch.strided)")
+    if out is not None:
+        r = normal(mean, std, size, generator=generator, dtype=dtype or out.dtype, device=device or out.device)
+        return out.copy_(r)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         shape = ref._shape if not (isinstance(mean, Tensor) and isinstance(std, Tensor)) else \
@@ -337,6 +391,9 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
 method("uniform_", uniform_)
 method("normal_", normal_)
 method("exponential_", exponential_)
+method("cauchy_", cauchy_)
+method("log_normal_", log_normal_)
+method("geometric_", geometric_)
 method("random_", random_)
 method("bernoulli_", bernoulli_)
 method("bernoulli", lambda self, p=None, *, generator=None: bernoulli(self, p, generator=generator))
