@@ -339,6 +339,8 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
 # ------------------------------------------------------------------ gathers
 def _write_parts(outs, flat_bytes, sizes):
     """Generator: copies consecutive byte ranges of ``flat_bytes`` into the output tensors."""
+    if len(outs) == 1 and len(sizes) > 1:        # one output tensor receives every part (…_into_tensor)
+        sizes = [sum(sizes)]
     hosts = [Host(o, write=True, read=False) for o in outs]
     try:
         evs = []

@@ -210,9 +210,22 @@ def install_excepthook(watch):
         finally:
             try:
                 sys.stderr.flush()
+                _write_error_file(watch.rank, f"{tp.__name__}: {val}")
                 if watch.failed is None or not isinstance(val, DistBackendError):
                     watch.notify(f"{tp.__name__}: {val}")
             except Exception:                                # noqa: BLE001 - dying anyway
                 pass
     sys.excepthook = hook
     return prev
+
+
+def _write_error_file(rank, message):
+    """For the launcher (run.py): the first failure of this rank, in its run folder."""
+    d = os.environ.get("CLTORCH_DIST_RUNDIR")
+    if not d:
+        return
+    try:
+        with open(os.path.join(d, f"rank{rank}.error"), "w") as f:
+            f.write(message[:2000] + "\n")
+    except OSError:
+        pass

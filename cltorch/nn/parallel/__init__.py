@@ -1,7 +1,7 @@
 """``cltorch.nn.parallel``: PyTorch's ``torch.nn.parallel`` entry points.
 
 ``DataParallel`` runs on one device (cltorch has no multi-device replication yet); ``DistributedDataParallel``
-raises NotImplementedError until ``cltorch.distributed`` has a backend.
+runs over ``cltorch.distributed`` (MPI).
 """
 from .data_parallel import DataParallel, data_parallel  # noqa: F401
 from .distributed import DistributedDataParallel  # noqa: F401
