@@ -276,7 +276,7 @@ def test_vander():
     _raises(lambda T, x: T.linalg.vander(x), np.array(2.0, np.float32))
 
 
-# ------------------------------------------------------------------------------------------------ tensorinv, tensorsolve
+# ------------------------------------------------------------------------------------------ tensorinv, tensorsolve
 def test_tensorinv():
     m = _rand(6, 6, seed=4, dtype=np.float64) + 3 * np.eye(6)
     _run(lambda T, x: T.linalg.tensorinv(x, ind=2), [m.reshape(2, 3, 6)], rtol=1e-7, atol=1e-9)

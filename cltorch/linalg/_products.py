@@ -1,10 +1,11 @@
 """``torch.linalg``'s norms and products half: vector, matrix and general norms, cond, cross, diagonal,
 matrix_power, multi_dot, vecdot, vander, tensorinv, tensorsolve, and the top-level ``addr``.
 
-Everything is composed from cltorch's device ops, so gradients come from theirs; the one registered op is the
-vector norm (``ops/reductions.py``), whose backward gives PyTorch's subgradients at a zero norm. The SVD- and
-inverse-based pieces (``'nuc'``, ord 2/-2, ``cond``, negative ``matrix_power``, ``tensorinv``, ``tensorsolve``)
-call the factorization half of this package (``svdvals``, ``inv``, ``inv_ex``, ``solve``) when they run.
+Everything is composed from cltorch's ops, so gradients come from theirs; the one registered op is the vector
+norm (``ops/reductions.py``, with ``matrix_norm``, since ``torch.norm`` needs both), whose backward gives PyTorch's
+subgradients at a zero norm. The SVD- and inverse-based pieces (``'nuc'``, ord 2/-2, ``cond``, negative
+``matrix_power``, ``tensorinv``, ``tensorsolve``) use the factorizations of ``ops/lapack.py`` and
+``ops/lapack_api.py`` (``svdvals``, ``inv``, ``inv_ex``, ``solve``).
 Semantics, argument checks and error messages follow PyTorch's ``aten/src/ATen/native/LinearAlgebra.cpp``.
 """
 import math
@@ -12,25 +13,14 @@ import math
 from .. import _dtype as D
 from .._tensor import Tensor
 from ..ops._util import method
-from ..ops.reductions import vector_norm as _vector_norm, _ord_text, _scalar_name as _cap
+from ..ops.reductions import vector_norm as _vector_norm, matrix_norm, _ord_text, _scalar_name as _cap
+from ..ops.lapack import svdvals
+from ..ops.lapack_api import inv, inv_ex, solve
 from ..ops.shape_ops import cross as _cross
 from ..ops.views import diagonal as _diagonal
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cond", "cross", "diagonal", "matrix_power", "multi_dot",
            "vecdot", "vander", "tensorinv", "tensorsolve", "addr"]
-
-
-def _la():
-    """The factorization half (``cltorch.linalg``), looked up when a function here needs it."""
-    from .. import linalg
-    return linalg
-
-
-def _need(name):
-    fn = getattr(_la(), name, None)
-    if fn is None:
-        raise NotImplementedError(f"cltorch.linalg.{name} is not available, and this function needs it")
-    return fn
 
 
 def _check_square(A, what):
@@ -50,79 +40,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     (RuntimeError otherwise); ``dtype`` casts first and may not narrow. ord < 0 or inf over an empty reduction
     raises RuntimeError (no identity). The gradient is PyTorch's ``norm_backward``: zero where the norm is 0."""
     return _vector_norm(x, ord, dim, keepdim, dtype=dtype, out=out)
-
-
-def _matrix_norm_checks(A, dim, dtype, what="linalg.matrix_norm"):
-    if A.dim() < 2:
-        raise RuntimeError(f"{what}: The input tensor A must have at least 2 dimensions.")
-    if isinstance(dim, int) or len(dim) != 2:
-        shown = dim if isinstance(dim, int) else " ".join(str(d) for d in dim)
-        raise RuntimeError(f"{what}: dim must be a 2-tuple. Got {shown}")
-    d0, d1 = (A._wrap(d) for d in dim)
-    if d0 == d1:
-        raise RuntimeError(f"{what}: dims must be different. Got ({dim[0]}, {dim[1]})")
-    if not A.dtype.is_floating_point:
-        raise RuntimeError(f"{what}: Expected a floating point or complex tensor as input. Got {_cap(A.dtype)}")
-    if dtype is not None:
-        dt = D.to_dtype(dtype)
-        if not dt.is_floating_point:
-            raise RuntimeError(f"{what}: dtype should be floating point or complex, but got {_cap(dt)}")
-    return d0, d1
-
-
-def _maxmin(t, dim, keepdim, largest):
-    """amax / amin over one dim; an empty dim gives 0 for the max (PyTorch's matrix norms), an error for the min."""
-    if largest:
-        if t._shape[dim] == 0:
-            return t.sum(dim, keepdim)
-        return t.amax(dim, keepdim)
-    return t.amin(dim, keepdim)
-
-
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):  # noqa: A002
-    """``torch.linalg.matrix_norm(A, ord='fro', dim=(-2, -1), keepdim=False, *, dtype=None)``.
-
-    Over the two dims ``dim`` of ``A`` (``(*, m, n)``, floating): 'fro' is the vector 2-norm; 'nuc' the sum of
-    singular values; 2 / -2 the largest / smallest singular value (``svdvals``); 1 / -1 the max / min column
-    sum of |A|; inf / -inf the max / min row sum. Result shape is the batch shape (the two dims kept as size 1
-    with ``keepdim``). RuntimeError for fewer than 2 dims, a dim that is not a pair of different dims, an
-    unsupported ord, integer input or dtype. Gradients come from the composed ops (svdvals' for 'nuc', ±2)."""
-    if out is not None:
-        raise NotImplementedError("linalg.matrix_norm: out= is not supported")
-    if isinstance(dim, int):
-        dim = (dim,)
-    dim = tuple(dim)
-    if isinstance(ord, str):
-        if ord not in ("fro", "nuc"):
-            _matrix_norm_checks(A, dim, dtype)
-            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    elif isinstance(ord, bool) or not isinstance(ord, (int, float)) or abs(ord) not in (1, 2, math.inf):
-        _matrix_norm_checks(A, dim, dtype)
-        raise RuntimeError(f"linalg.matrix_norm: Order {_ord_text(ord)} not supported.")
-    d0, d1 = _matrix_norm_checks(A, dim, dtype)
-    if ord == "fro":
-        return _vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
-    if dtype is not None and D.to_dtype(dtype) is not A.dtype:
-        A = A.to(D.to_dtype(dtype))
-    if ord == "nuc" or abs(ord) == 2:
-        nd = A.dim()
-        if A._shape[d0] == 0 or A._shape[d1] == 0:
-            if ord == -2:
-                raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
-            return _vector_norm(A, 2, (d0, d1), keepdim)          # every norm of an empty matrix is 0
-        M = A.movedim((d0, d1), (nd - 2, nd - 1)) if (d0, d1) != (nd - 2, nd - 1) else A
-        s = _need("svdvals")(M)
-        r = s.sum(-1) if ord == "nuc" else _maxmin(s, -1, False, ord > 0)
-        if keepdim:
-            for d in sorted((d0, d1)):
-                r = r.unsqueeze(d)
-        return r
-    # 1, -1: column sums (over d0), then max/min over d1; inf, -inf: row sums, with the dims swapped
-    a, b = (d1, d0) if abs(ord) == math.inf else (d0, d1)
-    sums = A.abs().sum(a, keepdim)
-    if not keepdim and a < b:
-        b -= 1
-    return _maxmin(sums, b, keepdim, ord > 0)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa: A002
@@ -164,8 +81,8 @@ def cond(A, p=None, *, out=None):
     p None / 2 / -2: ratio of the largest and smallest singular values (``svdvals``; any shape). p 'fro', 'nuc',
     1, -1, inf, -inf: ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` for square ``A``, inf where a matrix is
     singular (``inv_ex``'s info) and where 0 * inf would give nan. Empty matrices give 0. Unlike PyTorch's (whose
-    in-place fill of the inverse breaks its backward), this one is differentiable for every p. RuntimeError for fewer than 2 dims, an invalid p, or a
-    non-square ``A`` with a norm that needs the inverse."""
+    in-place fill of the inverse breaks its backward), this one is differentiable for every p. RuntimeError for
+    fewer than 2 dims, an invalid p, or a non-square ``A`` with a norm that needs the inverse."""
     if out is not None:
         raise NotImplementedError("linalg.cond: out= is not supported")
     if A.dim() < 2:
@@ -180,18 +97,13 @@ def cond(A, p=None, *, out=None):
     if A.numel() == 0:
         return A.new_zeros(tuple(A._shape[:-2]))
     if not isinstance(ord_, str) and abs(ord_) == 2:
-        s = _need("svdvals")(A)
+        s = svdvals(A)
         smax, smin = s.narrow(-1, 0, 1), s.narrow(-1, s._shape[-1] - 1, 1)
         r = smin / smax if ord_ == -2 else smax / smin
         return r.squeeze(-1)
     _check_square(A, f"linalg.cond(ord={_cond_ord_text(ord_)})")
-    inv_ex = getattr(_la(), "inv_ex", None)
-    if inv_ex is not None:
-        inverse, info = inv_ex(A)
-        bad = (info > 0).unsqueeze(-1).unsqueeze(-1)
-        inverse = inverse.masked_fill(bad, math.inf)
-    else:
-        inverse = _need("inv")(A)
+    inverse, info = inv_ex(A)
+    inverse = inverse.masked_fill((info > 0).unsqueeze(-1).unsqueeze(-1), math.inf)
     # 0 * inf (a zero matrix) is inf, as NumPy's and PyTorch's cond give
     return (matrix_norm(A, ord_) * matrix_norm(inverse, ord_)).nan_to_num(math.inf, math.inf, -math.inf)
 
@@ -244,7 +156,7 @@ def matrix_power(A, n, *, out=None):
         # PyTorch's result is a copy into A's buffer: it carries a grad_fn, with a zero gradient for A
         return where(ones(tuple(A._shape), dtype=D.bool, device=A.device), e, A)
     if n < 0:
-        A = _need("inv")(A)
+        A = inv(A)
         n = -n
     if n == 1:
         return A.clone()
@@ -394,8 +306,7 @@ def tensorinv(A, ind=2, *, out=None):
     if p_end != p_start:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {p_end} != {p_start}")
-    inv = _need("inv")(A.reshape(p_start, p_end))
-    return inv.reshape(*(shape[ind:] + shape[:ind]))
+    return inv(A.reshape(p_start, p_end)).reshape(*(shape[ind:] + shape[:ind]))
 
 
 def tensorsolve(A, B, dims=None, *, out=None):
@@ -413,7 +324,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
     if rp != op:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {rp} != {op}")
-    x = _need("solve")(A.reshape(rp, rp), B.reshape(-1))
+    x = solve(A.reshape(rp, rp), B.reshape(-1))
     return x.reshape(*result_shape)
 
 

@@ -463,6 +463,80 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     return call(_vector_norm_op, x, float(ord) if not isinstance(ord, int) else ord, dims, keepdim)
 
 
+def _matrix_norm_checks(A, dim, dtype, what="linalg.matrix_norm"):
+    if A.dim() < 2:
+        raise RuntimeError(f"{what}: The input tensor A must have at least 2 dimensions.")
+    if isinstance(dim, int) or len(dim) != 2:
+        shown = dim if isinstance(dim, int) else " ".join(str(d) for d in dim)
+        raise RuntimeError(f"{what}: dim must be a 2-tuple. Got {shown}")
+    d0, d1 = (A._wrap(d) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"{what}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{what}: Expected a floating point or complex tensor as input. Got {_scalar_name(A.dtype)}")
+    if dtype is not None:
+        dt = D.to_dtype(dtype)
+        if not dt.is_floating_point:
+            raise RuntimeError(f"{what}: dtype should be floating point or complex, but got {_scalar_name(dt)}")
+    return d0, d1
+
+
+def _maxmin(t, dim, keepdim, largest):
+    """amax / amin over one dim; an empty dim gives 0 for the max (PyTorch's matrix norms), an error for the min."""
+    if largest:
+        if t._shape[dim] == 0:
+            return t.sum(dim, keepdim)
+        return t.amax(dim, keepdim)
+    return t.amin(dim, keepdim)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """``torch.linalg.matrix_norm(A, ord='fro', dim=(-2, -1), keepdim=False, *, dtype=None)``.
+
+    Over the two dims ``dim`` of ``A`` (``(*, m, n)``, floating): 'fro' is the vector 2-norm; 'nuc' the sum of
+    singular values; 2 / -2 the largest / smallest singular value (``svdvals``); 1 / -1 the max / min column
+    sum of |A|; inf / -inf the max / min row sum. Result shape is the batch shape (the two dims kept as size 1
+    with ``keepdim``). RuntimeError for fewer than 2 dims, a dim that is not a pair of different dims, an
+    unsupported ord, integer input or dtype. Gradients come from the composed ops (svdvals' for 'nuc', ±2)."""
+    if out is not None:
+        raise NotImplementedError("linalg.matrix_norm: out= is not supported")
+    if isinstance(dim, int):
+        dim = (dim,)
+    dim = tuple(dim)
+    if isinstance(ord, str):
+        if ord not in ("fro", "nuc"):
+            _matrix_norm_checks(A, dim, dtype)
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    elif isinstance(ord, bool) or not isinstance(ord, (int, float)) or abs(ord) not in (1, 2, math.inf):
+        _matrix_norm_checks(A, dim, dtype)
+        raise RuntimeError(f"linalg.matrix_norm: Order {_ord_text(ord)} not supported.")
+    d0, d1 = _matrix_norm_checks(A, dim, dtype)
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
+    if dtype is not None and D.to_dtype(dtype) is not A.dtype:
+        A = A.to(D.to_dtype(dtype))
+    if ord == "nuc" or abs(ord) == 2:
+        nd = A.dim()
+        if A._shape[d0] == 0 or A._shape[d1] == 0:
+            if ord == -2:
+                raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
+            return vector_norm(A, 2, (d0, d1), keepdim)          # every norm of an empty matrix is 0
+        M = A.movedim((d0, d1), (nd - 2, nd - 1)) if (d0, d1) != (nd - 2, nd - 1) else A
+        from .lapack import svdvals          # same floor, loaded when first needed
+        s = svdvals(M)
+        r = s.sum(-1) if ord == "nuc" else _maxmin(s, -1, False, ord > 0)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                r = r.unsqueeze(d)
+        return r
+    # 1, -1: column sums (over d0), then max/min over d1; inf, -inf: row sums, with the dims swapped
+    a, b = (d1, d0) if abs(ord) == math.inf else (d0, d1)
+    sums = A.abs().sum(a, keepdim)
+    if not keepdim and a < b:
+        b -= 1
+    return _maxmin(sums, b, keepdim, ord > 0)
+
+
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa: A002
     """``torch.norm`` as PyTorch defines it over ``linalg``: a number p is ``linalg.vector_norm`` over ``dim``
     (all elements when None; p=None means 2); 'fro' over at most 2 dims is the vector 2-norm; 'nuc' (and 'fro'
@@ -475,7 +549,6 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa
             return vector_norm(input, 2, _dim, keepdim, dtype=dtype)
         if _dim is None:
             _dim = list(range(input.dim()))
-        from ..linalg import matrix_norm          # svd-based: above this floor, imported when asked for
         return matrix_norm(input, p, _dim, keepdim, dtype=dtype)
     return vector_norm(input, 2.0 if p is None else p, _dim, keepdim, dtype=dtype)
 
