@@ -315,3 +315,16 @@ def test_eig_complex(device):
     Lt, Vt = torch.linalg.eig(xt)
     (Vt.abs().sum() + Lt.abs().sum()).backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), xt.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_singular_det_gradient_and_out():
+    s = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    _run(torch.linalg.det, cltorch.linalg.det, [s], "cpu", True)
+    a = rng.standard_normal((3, 3))
+    q, r = cltorch.empty(3, 3, dtype=cltorch.float64), cltorch.empty(3, 3, dtype=cltorch.float64)
+    res = cltorch.linalg.qr(cltorch.tensor(a), out=(q, r))
+    assert res[0] is q and res[1] is r
+    np.testing.assert_allclose(r.numpy(), torch.linalg.qr(torch.tensor(a)).R.numpy(), atol=1e-12)
+    o = cltorch.empty(3, 3, dtype=cltorch.float64)
+    cltorch.linalg.inv(cltorch.tensor(a), out=o)
+    np.testing.assert_allclose(o.numpy(), np.linalg.inv(a), rtol=1e-10)

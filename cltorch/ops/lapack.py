@@ -149,6 +149,17 @@ def _mT(x):
     return x.transpose(-1, -2)
 
 
+def _out(r, out):
+    """Copy result(s) ``r`` into ``out`` (a tensor or a tuple of them) and return ``out``; ``r`` when None."""
+    if out is None:
+        return r
+    if isinstance(r, tuple):
+        for o, v in zip(out, r):
+            o.copy_(v)
+        return out
+    return out.copy_(r)
+
+
 def flat3(a):
     """A (..., m, n) numpy array as (batch, m, n) (also when some dim is 0, where reshape(-1, m, n) fails)."""
     return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
@@ -351,7 +362,7 @@ def slogdet(A, *, out=None):
     sign is 0 and logabsdet -inf for a singular matrix. Gradient of logabsdet: A^-H (infinite for singular A).
     Host: numpy.linalg.slogdet (LU). Raises RuntimeError for non-square or non-floating input."""
     check_matrix(A, "linalg.slogdet")
-    return SlogdetResult(*call(_slogdet_op, A))
+    return _out(SlogdetResult(*call(_slogdet_op, A)), out)
 
 
 def _det_host(A):
@@ -442,7 +453,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     L, info = call(_chol_op, A, upper=bool(upper))
     if check_errors:
         _raise_chol(info, "linalg.cholesky")
-    return CholeskyExResult(L, info)
+    return _out(CholeskyExResult(L, info), out)
 
 
 CholeskyExResult = collections.namedtuple("cholesky_ex", ["L", "info"])
@@ -514,7 +525,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     LU, piv, info = call(_lu_op, A)
     if check_errors:
         _raise_singular(info, fname)
-    return LUFactorExResult(LU, piv, info)
+    return _out(LUFactorExResult(LU, piv, info), out)
 
 
 def _raise_singular(info, fname, what="factorization"):
@@ -597,7 +608,7 @@ def qr(A, mode="reduced", *, out=None):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            "or 'complete'")
-    return QRResult(*call(_qr_op, A, mode=mode))
+    return _out(QRResult(*call(_qr_op, A, mode=mode)), out)
 
 
 # -------------------------------------------------------------------------------------------- SVD
@@ -666,7 +677,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     if driver is not None:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
                            "cuSOLVER backend.")
-    return SVDResult(*call(_svd_op, A, full_matrices=bool(full_matrices)))
+    return _out(SVDResult(*call(_svd_op, A, full_matrices=bool(full_matrices))), out)
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -713,7 +724,7 @@ def eigh(A, UPLO="L", *, out=None):
     check_matrix(A, "linalg.eigh")
     if UPLO not in ("L", "U", "l", "u"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    return EighResult(*call(_eigh_op, A, UPLO=UPLO.upper()))
+    return _out(EighResult(*call(_eigh_op, A, UPLO=UPLO.upper())), out)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
