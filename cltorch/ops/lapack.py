@@ -166,7 +166,11 @@ def flat3(a):
 
 
 def _bshape(a, b):
-    return np.broadcast_shapes(a, b)
+    """The broadcast batch shape; RuntimeError naming both when they do not broadcast."""
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        raise RuntimeError(f"The batch dimensions of the inputs do not broadcast: {list(a)} and {list(b)}") from None
 
 
 # -------------------------------------------------------------------------------------------- numpy kernels
