@@ -313,3 +313,30 @@ def test_fusion_keeps_intermediates_that_are_seen():
             y = cf(x)
     assert cf.graphs()[0].launch_count == 2
     np.testing.assert_allclose(_np(y), _np(x) * 2 + 1, rtol=1e-6)
+
+
+def test_inplace_argument_falls_back_and_outputs_sharing_a_buffer():
+    def bump(t):
+        t.add_(1.0)
+        return t * 2
+
+    cf = torch.compile(bump)
+    x = torch.zeros(5, device=DEV)
+    with pytest.warns(RuntimeWarning, match="in place"):
+        for _ in range(4):
+            cf(x)
+    np.testing.assert_array_equal(_np(x), np.full(5, 4.0, np.float32))     # every call's update reached x
+
+    def halves(t):
+        y = t * 3.0
+        return y[:2], y[2:]
+
+    ch = torch.compile(halves)
+    res = []
+    for i in range(6):
+        t = torch.full((4,), float(i), device=DEV)
+        res.append((i, ch(t)))
+    for i, (a, b) in res:
+        np.testing.assert_array_equal(_np(a), np.full(2, 3.0 * i, np.float32))
+        np.testing.assert_array_equal(_np(b), np.full(2, 3.0 * i, np.float32))
+    assert ch.graphs()

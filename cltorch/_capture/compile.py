@@ -354,6 +354,9 @@ class CompiledFunction:
         grads_before = {id(t): t.grad for t in ts}
         gver_before = {id(t): (t.grad._storage.version if t.grad is not None else None) for t in ts}
         hyper_before = _hyper(opts)
+        sver = [s._storage.version for s, _ in statics]
+        from .fusion import _live_buffers
+        live_before = _live_buffers() if entry.prev is not None else set()     # before the run that may be kept
         rec = _trace.Recorder(execute=True)
         handles = self._step_hooks(rec, opts)
         try:
@@ -364,6 +367,12 @@ class CompiledFunction:
                 h.remove()
         _STATS["captures"] += 1
         tr = rec.trace
+        if any(s._storage.version != v for (s, _), v in zip(statics, sver)):
+            with _no_grad():
+                for s_, x_ in statics:
+                    x_.copy_(s_)          # this call's in-place writes land where eager would have put them
+            self._fail("the function writes a tensor argument in place (replay works on a static copy of each "
+                       "argument)", out)
         if tr.unsupported:
             self._fail(tr.unsupported[0], out)
         if _hyper(opts) != hyper_before:
@@ -415,7 +424,8 @@ class CompiledFunction:
         except ValueError as e:
             self._fail(str(e), out)
         bufs = tr.buffers()
-        entry.statics = [(s._storage.buf, s._offset, s, s.is_contiguous()) for s, _ in statics]
+        g = entry.graph
+        entry.statics = [(s._storage.buf, s._offset, s, s.is_contiguous(), g.slot(s._storage.buf)) for s, _ in statics]
         entry.entry_grads = [(by_param[pid], g) for pid, g in grads_before.items()
                              if g is not None and id(g._storage.buf) in bufs]
         entry.exit_grads = [(t, t.grad) for t in ts]
@@ -424,22 +434,50 @@ class CompiledFunction:
         entry.hyper = _hyper(opts)
         state_ids = {id(t) for t in ts}
         entry.out_spec = ospec
-        entry.out_leaves = [("t", o) if _is_tensor(o) and id(o) in state_ids else
-                            ("c", o._storage.buf, o._offset, o._shape, o._stride, o.dtype, o.device)
-                            if _is_tensor(o) else ("v", o) for o in oleaves]
+        static_bufs = {id(s._storage.buf) for s, _ in statics}
+        leaves_out = []
+        for o in oleaves:
+            if not _is_tensor(o):
+                leaves_out.append(("v", o))
+            elif id(o) in state_ids:
+                leaves_out.append(("t", o))
+            else:
+                st = o._storage
+                slot = g.slot(st.buf) if id(st.buf) not in static_bufs and id(st.buf) not in live_before else None
+                if slot is not None:     # made by the capture, used only by preset kernels: a fresh buffer per call
+                    leaves_out.append(("r", slot, st.size, o._offset, o._shape, o._stride, o.dtype, o.device))
+                else:
+                    leaves_out.append(("c", st.buf, o._offset, o._shape, o._stride, o.dtype, o.device))
+        entry.out_leaves = leaves_out
         entry.prev = None
         entry.stage = 3
-        return self._outputs(entry)       # copies: the captured outputs' buffers are the graph's, reused per replay
+        # this call's outputs keep the captured buffers: the next replay re-points ("r") or copies ("c")
+        return out
 
     @staticmethod
     def _outputs(entry):
-        outs = []
+        """The outputs of a replay, enqueued before it: "r" leaves get a fresh storage that the graph's kernels
+        are re-pointed at (one per buffer, so outputs sharing one still do), "c" leaves a copy after it."""
+        from .._storage import Storage
+        from .._tensor import Tensor
+        outs, fresh = [], {}
         for leaf in entry.out_leaves:
-            if leaf[0] == "t" or leaf[0] == "v":
-                outs.append(leaf[1])
+            kind = leaf[0]
+            if kind == "r":
+                slot, size, off, shape, stride, dtype, device = leaf[1:]
+                st = fresh.get(id(slot))
+                if st is None:
+                    st = fresh[id(slot)] = Storage.empty(size, dtype, device)
+                    entry.graph.rebind(slot, st.buf)
+                outs.append(Tensor._make(st, shape, stride, off))
             else:
-                outs.append(_copy_out(*leaf[1:]))
-        return _unflatten(entry.out_spec, iter(outs))
+                outs.append(leaf)
+        return outs
+
+    @staticmethod
+    def _finish_outputs(entry, outs):
+        res = [(_copy_out(*o[1:]) if o[0] == "c" else o[1]) if isinstance(o, tuple) else o for o in outs]
+        return _unflatten(entry.out_spec, iter(res))
 
     @staticmethod
     def _step_hooks(rec, opts):
@@ -465,8 +503,14 @@ class CompiledFunction:
         ti = 0
         for x in leaves:
             if _is_tensor(x):
-                buf, off, s, contig = entry.statics[ti]
+                buf, off, s, contig, slot = entry.statics[ti]
                 ti += 1
+                xb = x._storage.buf
+                if slot is not None and x._offset == off and x._stride == s._stride and xb is not None:
+                    g.rebind(slot, xb)      # the kernels read the argument where it is: no copy
+                    continue
+                if slot is not None:
+                    g.rebind(slot, buf)
                 if contig and x.is_contiguous():
                     n = s.numel() * s.dtype.itemsize
                     if n:
@@ -487,12 +531,13 @@ class CompiledFunction:
         if entry.regions and (entry.rederive or _hyper(opts) != entry.hyper):
             self._rederive(entry)
             entry.hyper = _hyper(opts)
+        outs = self._outputs(entry)
         g.replay()
         _STATS["replays"] += 1
         for p, gr in entry.exit_grads:
             if p.grad is not gr:
                 p.grad = gr
-        return self._outputs(entry)
+        return self._finish_outputs(entry, outs)
 
     def _rederive(self, entry):
         """Run each captured optimizer step's Python without launching, and give its launches' arguments to the

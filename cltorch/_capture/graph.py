@@ -51,6 +51,18 @@ class Graph:
                 self._ops.append((4, rt.queue, e[2], e[3], kw))
         self.launch_count = trace.launches()
         self._cl = cl
+        self._slots = {}         # buffer id -> [[current buffer], [(kernel, arg position), ...]]
+        uses, fixed = {}, set()
+        for i, e in enumerate(trace.entries):
+            if e[0] == "k" and self._kernels[i][1]:
+                for j, a in enumerate(e[5]):
+                    if isinstance(a, cl.MemoryObjectHolder):
+                        uses.setdefault(id(a), (a, []))[1].append((self._kernels[i][0], j))
+            else:
+                for a in (e[5] if e[0] == "k" else e[2:4] if e[0] == "copy" else e[2:3]):
+                    if isinstance(a, cl.MemoryObjectHolder):
+                        fixed.add(id(a))
+        self._uses = {k: v for k, v in uses.items() if k not in fixed}
 
     @staticmethod
     def _kernel_for(k, args):
@@ -64,6 +76,25 @@ class Graph:
         kc.set_args(*args)
         kc._cltorch_src = src
         return kc, True
+
+    def slot(self, buf):
+        """A handle for re-pointing every argument that is ``buf`` (see :meth:`rebind`), or None when ``buf`` is
+        also used by a copy, fill or upload, or by a kernel whose arguments are set per call."""
+        u = self._uses.get(id(buf))
+        if u is None or u[0] is not buf:
+            return None
+        return self._slots.setdefault(id(buf), [buf, u[1]])
+
+    @staticmethod
+    def rebind(slot, buf):
+        """Point every kernel argument of ``slot`` at ``buf`` (a buffer of at least the same size) from now on.
+
+        OpenCL captures a kernel's arguments when it is enqueued, so replays already queued are unaffected."""
+        if slot[0] is buf:
+            return
+        for kc, j in slot[1]:
+            kc.set_arg(j, buf)
+        slot[0] = buf
 
     def labels(self):
         """The kernel labels of the launches, in order (for messages and tests)."""
