@@ -18,6 +18,7 @@ ops); a sample whose op is no longer registered fails too.
 cross_entropy and layer_norm.
 """
 import contextlib
+import math
 
 import numpy as np
 import pytest
@@ -137,6 +138,16 @@ SAMPLES = {
     "atan2": [(torch.atan2, [U(*S), U(*S, away=0.3)])],
     "maximum": [(torch.maximum, [P(*S), P(*S)])],
     "minimum": [(torch.minimum, [P(*S), P(*S)])],
+    "fmax": [(torch.fmax, [P(*S), P(*S)])],
+    "fmin": [(torch.fmin, [P(*S), P(*S)])],
+    "nan_to_num": [(lambda x: torch.nan_to_num(x + torch.tensor([[math.inf, 0, math.nan], [0, -math.inf, 0]],
+                                                                 dtype=x.dtype, device=x.device), posinf=3.0),
+                    [U(*S)])],
+    "linalg_vector_norm": [(lambda x: torch.linalg.vector_norm(x, 2, 1), [U(*S, away=0.1)]),
+                           (lambda x: torch.linalg.vector_norm(x, 3.5), [U(*S, away=0.1)]),
+                           (lambda x: torch.linalg.vector_norm(x, 0.5, (0,)), [U(*S, away=0.1)]),
+                           (lambda x: torch.linalg.vector_norm(x, 1, 0), [U(*S, away=0.1)]),
+                           (lambda x: torch.linalg.vector_norm(x, float("inf"), 1), [P(*S)])],
     "remainder": [(torch.remainder, [U(*S, lo=-3, hi=3), U(*S, lo=0.7, hi=1.9)])],
     "fmod": [(torch.fmod, [U(*S, lo=-3, hi=3), U(*S, lo=0.7, hi=1.9)])],
     "floor_divide": [(torch.floor_divide, [U(*S, frac=(0.2, 0.8)), U(*S, lo=1.5, hi=1.5)])],
