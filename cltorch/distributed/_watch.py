@@ -25,6 +25,7 @@ __all__ = ["Watch", "wait_until"]
 
 _CHECK_EVERY = 0.2
 _NOTICE_TAG = 7001
+_ABORT_GRACE = 1.0      # s between telling the peers and MPI_Abort
 OPCODES = ["?", "barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
            "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "send", "recv", "broadcast_object_list",
            "all_gather_object", "gather_object", "scatter_object_list", "reduce_scatter", "all_to_all", "init"]
@@ -201,7 +202,9 @@ def timeout_message(watch, what, waited):
 
 
 def install_excepthook(watch):
-    """On an uncaught exception: print it as usual, tell every peer which rank failed and why."""
+    """On an uncaught exception: print it as usual, tell every peer which rank failed and why, wait 1 s (peers in a
+    collective raise DistBackendError naming this rank), then ``MPI_Abort`` so that the job ends even when a peer
+    is busy outside MPI (set CLTORCH_DIST_ABORT_ON_ERROR=0 to let the process exit normally instead)."""
     prev = sys.excepthook
 
     def hook(tp, val, tb):
@@ -213,6 +216,13 @@ def install_excepthook(watch):
                 _write_error_file(watch.rank, f"{tp.__name__}: {val}")
                 if watch.failed is None or not isinstance(val, DistBackendError):
                     watch.notify(f"{tp.__name__}: {val}")
+                if watch.size > 1 and os.environ.get("CLTORCH_DIST_ABORT_ON_ERROR", "1") != "0":
+                    # peers that poll a collective have the notice now and raise their own error naming this
+                    # rank; give them a moment, then end the job (a peer busy outside MPI would never see it)
+                    time.sleep(_ABORT_GRACE)
+                    sys.stderr.flush()
+                    sys.stdout.flush()
+                    watch.MPI.COMM_WORLD.Abort(1)
             except Exception:                                # noqa: BLE001 - dying anyway
                 pass
     sys.excepthook = hook

@@ -1,0 +1,159 @@
+"""cltorch.distributed over MPI: 2 and 3 ranks started by mpiexec (and by cltorch's launcher) inside pytest.
+
+The rank programs are in tests/_dist_worker.py; each checks its results against numpy or a single-process run
+and prints "OK <rank>". Here: the job's exit status, those lines, and for the failure modes the error text and
+the time the job took."""
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cltorch
+import cltorch.distributed as dist
+
+pytest.importorskip("mpi4py")
+HERE = Path(__file__).resolve().parent
+WORKER = str(HERE / "_dist_worker.py")
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+if not os.path.exists(MPIEXEC):
+    MPIEXEC = shutil.which("mpiexec")
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install mpich)")
+
+
+def run(n, *args, launcher=False, env=None, timeout=240, launcher_args=()):
+    e = dict(os.environ)
+    e.pop("CLTORCH_DIST_RUNDIR", None)
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        e.pop(k, None)
+    e.update(env or {})
+    if launcher:
+        cmd = [sys.executable, "-m", "cltorch.distributed.run", "--nproc-per-node", str(n), *launcher_args, WORKER,
+               *args]
+    else:
+        cmd = [MPIEXEC, "-n", str(n), sys.executable, WORKER, *args]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, cwd=str(HERE.parent))
+    return p.returncode, p.stdout + p.stderr, time.monotonic() - t0
+
+
+def assert_ok(rc, out, n):
+    assert rc == 0, out[-4000:]
+    for r in range(n):
+        assert f"OK {r}" in out, out[-4000:]
+
+
+def test_collectives_two_ranks_cpu_and_device():
+    devs = "cpu" + (",cl:0" if cltorch.cl.device_count() else "")
+    rc, out, _ = run(2, "collectives", devs)
+    assert_ok(rc, out, 2)
+
+
+def test_collectives_three_ranks():
+    rc, out, _ = run(3, "collectives", "cpu")
+    assert_ok(rc, out, 3)
+
+
+def test_ddp_two_ranks_matches_single_process_and_is_bit_identical():
+    rc, out, _ = run(2, "ddp", "cpu")
+    assert_ok(rc, out, 2)
+    assert out.count("identical on all ranks") == 2, out[-3000:]
+
+
+def test_launcher_names_a_killed_rank():
+    rc, out, took = run(2, "kill", launcher=True, env={"DIST_TEST_TIMEOUT": "20"})
+    assert rc != 0
+    assert "rank 1 (local rank 1" in out and "SIGKILL" in out, out[-3000:]
+    assert took < 60
+
+
+def test_raising_rank_stops_the_others_naming_it():
+    rc, out, took = run(2, "raise", env={"DIST_TEST_TIMEOUT": "30"})
+    assert rc != 0
+    assert "rank 1 failed (ValueError: rank one gives up); rank 0 stopped in all_reduce" in out, out[-3000:]
+    assert took < 25          # well within the 30 s timeout: the notice arrives at once
+
+
+def test_hung_rank_times_out_naming_where_it_is():
+    rc, out, took = run(2, "hang", env={"DIST_TEST_TIMEOUT": "3"})
+    assert rc != 0
+    assert "timed out on rank 0 after 3" in out and "rank 1 is past all_reduce #2" in out, out[-3000:]
+    assert took < 25          # the sleeping rank would take 30 s; the abort ends the job
+
+
+def _pocl_and_intel():
+    """The cl indices of the first PoCL device and of Intel's CPU runtime (None where absent)."""
+    pocl = intel = None
+    for i in range(cltorch.cl.device_count()):
+        plat = cltorch.backend.runtime(i).info.cl_device.platform.name.lower()
+        if ("portable" in plat or "pocl" in plat) and pocl is None:
+            pocl = i
+        elif "intel" in plat and intel is None:
+            intel = i
+    return pocl, intel
+
+
+def test_mixed_vendor_ddp_pocl_and_intel():
+    pocl, intel = _pocl_and_intel()
+    if pocl is None or intel is None:
+        pytest.skip(f"needs PoCL and Intel's OpenCL runtime (intel-opencl-rt) as two devices; found PoCL at "
+                    f"{pocl}, Intel at {intel}")
+    rc, out, _ = run(2, "mixed", launcher=True, launcher_args=("--devices", f"cl:{pocl},cl:{intel}"), timeout=400)
+    assert_ok(rc, out, 2)
+    assert out.count("identical on all ranks") == 2, out[-3000:]
+
+
+# ------------------------------------------------------------------ one process (world size 1), no mpiexec
+def test_single_process_world_and_api():
+    assert dist.is_available() and not dist.is_initialized()
+    with pytest.raises(ValueError, match="has not been initialized"):
+        dist.get_rank()
+    with pytest.raises(ValueError, match="backend 'xyz' is not provided"):
+        dist.init_process_group("xyz")
+    dist.init_process_group("gloo", timeout=timedelta(seconds=30))
+    try:
+        assert dist.is_initialized() and dist.get_rank() == 0 and dist.get_world_size() == 1
+        assert dist.get_backend() == "mpi"
+        with pytest.raises(RuntimeError, match="twice"):
+            dist.init_process_group("mpi")
+        x = cltorch.tensor([1.5, 2.5])
+        dist.all_reduce(x, op=dist.ReduceOp.AVG)
+        np.testing.assert_array_equal(x.numpy(), [1.5, 2.5])
+        with pytest.raises(TypeError, match="AVG needs a floating point"):
+            dist.all_reduce(cltorch.tensor([1, 2]), op=dist.ReduceOp.AVG)
+        with pytest.raises(NotImplementedError, match="PREMUL_SUM"):
+            dist.all_reduce(cltorch.tensor([1.0]), op=dist.ReduceOp.PREMUL_SUM)
+        with pytest.raises(ValueError, match="tensor_list has 2 tensors, the group has 1"):
+            dist.all_gather([cltorch.zeros(1), cltorch.zeros(1)], cltorch.zeros(1))
+        with pytest.raises(ValueError, match="global rank 3 is not part of group"):
+            dist.broadcast(cltorch.zeros(1), src=3)
+        with pytest.raises(NotImplementedError, match="TCPStore"):
+            dist.TCPStore()
+        w = dist.barrier(async_op=True)
+        assert w.wait() and w.is_completed()
+    finally:
+        dist.destroy_process_group()
+    assert not dist.is_initialized()
+
+
+def test_ddp_needs_a_process_group():
+    from cltorch.nn.parallel import DistributedDataParallel
+    with pytest.raises(RuntimeError, match="needs a process group"):
+        DistributedDataParallel(cltorch.nn.Linear(2, 2))
+
+
+def test_launcher_command_line():
+    from cltorch.distributed import run as launcher
+    args = launcher.parse_args(["--nproc_per_node", "2", "--devices", "cl:0,cl:1", "--master-port", "1234",
+                                "train.py", "--lr", "0.1"])
+    cmd = launcher.build_command(args, "/tmp/x")
+    s = " ".join(cmd)
+    assert s.count(" : ") == 1 and "-env RANK 1" in s and "-env LOCAL_RANK 0" in s
+    assert "-env CLTORCH_DEVICE cl:1" in s and "-env MASTER_PORT 1234" in s and s.endswith("train.py --lr 0.1")
+    with pytest.raises(SystemExit):
+        launcher.parse_args(["--nnodes", "2", "train.py"])
