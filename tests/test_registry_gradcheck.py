@@ -118,6 +118,11 @@ def _setitem_nonleaf(x, v):
     return y
 
 
+def _I3(x):
+    """3 I in x's dtype and device (keeps linalg samples well-conditioned)."""
+    return 3 * torch.eye(3, dtype=x.dtype, device=x.device)
+
+
 def _other_device(x):
     return x.to("cl:0" if x.device.type == "cpu" else "cpu")
 
@@ -367,6 +372,30 @@ SAMPLES = {
     "special_ndtri": [(torch.special.ndtri, [U(*S, lo=0.1, hi=0.9)])],
     "special_spherical_bessel_j0": [(torch.special.spherical_bessel_j0, [U(*S, away=0.2)])],
     "special_xlog1py": [(torch.special.xlog1py, [U(*S), U(*S, **POS)])],
+    # --- linalg factorizations and solves (host LAPACK ops; inputs shifted by 3 I to keep them well-conditioned)
+    "linalg_solve_matrix": [(lambda a, b: torch.linalg.solve(a + _I3(a), b), [U(3, 3), U(3, 2)]),
+                            (lambda a, b: torch.linalg.solve(a + _I3(a), b, left=False), [U(3, 3), U(2, 3)])],
+    "linalg_solve_triangular": [
+        (lambda a, b: torch.linalg.solve_triangular(a + _I3(a), b, upper=True), [U(3, 3), U(3, 2)]),
+        (lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, left=False, unitriangular=True),
+         [U(3, 3), U(2, 3)])],
+    "linalg_slogdet": [(lambda a: torch.linalg.slogdet(a + _I3(a)).logabsdet, [U(2, 3, 3)])],
+    "linalg_det": [(torch.linalg.det, [U(2, 3, 3)])],
+    "linalg_cholesky_ex": [(lambda a: torch.linalg.cholesky(a @ a.mT + _I3(a)), [U(3, 3)]),
+                           (lambda a: torch.linalg.cholesky(a @ a.mT + _I3(a), upper=True), [U(3, 3)])],
+    "linalg_lu_factor_ex": [(lambda a: torch.linalg.lu_factor(a + _I3(a)).LU, [U(3, 3)]),
+                            (lambda a: torch.linalg.lu(a).U, [U(3, 5)]), (lambda a: torch.linalg.lu(a).L, [U(5, 3)])],
+    "linalg_qr": [(lambda a: torch.linalg.qr(a).Q, [U(4, 3)]), (lambda a: torch.linalg.qr(a).R, [U(3, 5)])],
+    "linalg_svd": [(lambda a: torch.linalg.svdvals(a), [U(4, 3)]),
+                   (lambda a: (lambda u, s, vh: u @ vh)(*torch.linalg.svd(a, full_matrices=False)), [U(3, 4)])],
+    "linalg_eigh": [(lambda a: torch.linalg.eigvalsh(a + a.mT), [U(3, 3)]),
+                    (lambda a: torch.linalg.eigh(a + a.mT).eigenvectors ** 2, [U(3, 3)])],
+    "linalg_eig": [(lambda a: torch.linalg.eigvals(a + a.mT + 2 * _I3(a)).abs().sum(-1), [U(3, 3)])],
+    "linalg_pinv": [(torch.linalg.pinv, [U(4, 3)]), (lambda a: torch.linalg.pinv(a + a.mT, hermitian=True),
+                                                     [U(3, 3)])],
+    "linalg_lstsq": [(lambda a, b: torch.linalg.lstsq(a, b).solution, [U(4, 3), U(4, 2)])],
+    "cholesky_solve": [(lambda b, l: torch.cholesky_solve(b, l.tril() + _I3(l)), [U(3, 2), U(3, 3)])],
+    "matrix_exp": [(torch.matrix_exp, [U(3, 3)])],
 }
 
 # second derivatives: (op name, sample index) pairs to run gradgradcheck on (issue 4: elementwise ops, matmul,
