@@ -23,7 +23,6 @@ linalg.eig, eigvals                         host numpy.linalg.eig (geev); comple
 ==========================================  ==================================================================
 """
 import collections
-import math
 
 import numpy as np
 
@@ -33,13 +32,14 @@ from .._tensor import Tensor
 from ._util import method
 from . import lapack as L
 from .lapack import (LinAlgError, check_matrix, host_op, to_device, to_host, solve_triangular, slogdet, det,  # noqa
-                     cholesky_ex, lu_factor_ex, qr, svd, svdvals, eigh, eigvalsh, pinv)
+                     cholesky_ex, lu_factor_ex, qr, svd, svdvals, pinv)
 
 # torch.* names are bound in cltorch/__init__.py (svd_legacy as svd, ...); torch.linalg's in cltorch/linalg.
 __all__ = ["solve", "solve_ex", "inv", "inv_ex", "inverse", "logdet", "cholesky", "cholesky_legacy",
            "cholesky_solve", "cholesky_inverse", "lu_factor", "lu_unpack", "lu", "lu_solve", "lu_legacy",
            "lu_solve_legacy", "triangular_solve", "qr_legacy", "svd_legacy", "pinverse", "matrix_rank", "lstsq",
-           "householder_product", "orgqr", "ormqr", "geqrf", "matrix_exp", "svd_lowrank", "pca_lowrank", "eig", "eigvals"]
+           "householder_product", "orgqr", "ormqr", "geqrf", "matrix_exp", "svd_lowrank", "pca_lowrank", "eig",
+           "eigvals"]
 
 
 def _mT(x):
