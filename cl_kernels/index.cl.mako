@@ -67,7 +67,9 @@ inline void upd(__global ${dt}* p, ${dt} v)
     atom_${op}((volatile __global long*)p, v);
 % else:
     volatile __global ${word}* q = (volatile __global ${word}*)p;
-    ${word} old = *q, assumed;
+    // the first read is atomic too: a plain load racing another work-item's compare-and-swap is a data race
+    // (OpenCL's memory model; Oclgrind reports it), even though the loop would retry on a stale value
+    ${word} old = ${"atom_add" if wide else "atomic_add"}(q, (${word})0), assumed;
     do {
         assumed = old;
         ${dt} cur = ${from_word}(assumed);

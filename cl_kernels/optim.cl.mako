@@ -24,7 +24,9 @@ ${c.preamble([st, ct])}
 ## from vectorising the work-item loop: the whole kernel runs scalar. clang's __builtin_sqrt[f], __builtin_fabs[f]
 ## and __builtin_isnan are LLVM intrinsics with the same IEEE results (sqrt correctly rounded) and vectorise.
 ## Other compilers use the OpenCL builtins.
-#if defined(__clang__)
+<% SIM = context.get("simulator", False) %>
+## simulator (Oclgrind): its interpreter has no llvm.sqrt/llvm.fabs intrinsics, so it gets the OpenCL builtins.
+#if defined(__clang__) && !${int(bool(SIM))}
 #define OSQRT(x) ${"__builtin_sqrt" if ct == "double" else "__builtin_sqrtf"}(x)
 #define OFABS(x) ${"__builtin_fabs" if ct == "double" else "__builtin_fabsf"}(x)
 #define OISNAN(x) __builtin_isnan(x)
@@ -37,11 +39,14 @@ ${c.preamble([st, ct])}
 #define NANMAX(a, b) (OISNAN(a) ? (a) : (OISNAN(b) ? (b) : ((a) > (b) ? (a) : (b))))
 
 <% S = {name: f"S{k}" for k, name in enumerate(states)} %>
+## restrict: the update's pointers do not alias. Left out under `simulator` (Oclgrind), whose interpreter has no
+## llvm.experimental.noalias.scope.decl (what inlining a restrict function emits) and fails to create the kernel.
+<% R = "" if SIM else "restrict" %>
 ## The update of elements i0, i0 + ls, ... (elems of them) of one tensor. Called from one branch per slot with
 ## the slot's own kernel arguments, so each branch is a straight loop over work-items with uniform pointers.
-inline __attribute__((always_inline)) void optim_update(__global ${st}* restrict P, __global const ${st}* restrict G,
+inline __attribute__((always_inline)) void optim_update(__global ${st}* ${R} P, __global const ${st}* ${R} G,
 % for k in range(len(states)):
-    __global ${st}* restrict S${k},
+    __global ${st}* ${R} S${k},
 % endfor
 % for name in scalars:
     const ${ct} ${name},

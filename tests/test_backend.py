@@ -130,8 +130,10 @@ def test_second_process_compiles_nothing(tmp_path):
     assert first.stdout.splitlines()[0] == second.stdout.splitlines()[0]
     stats = eval(second.stdout.split("STATS", 1)[1])  # noqa: S307 - our own printed dict
     assert stats["builds"] == 0 and stats["disk_hits"] > 0
-    # the compiler did nothing either: no new entries in PoCL's own cache
-    assert entries() == pocl_entries and pocl_entries
+    # the compiler did nothing either: no new entries in PoCL's own cache (when the default device is PoCL's;
+    # under CLTORCH_PLATFORM=Intel the child compiles on Intel's runtime, which keeps no such cache)
+    if "portable computing language" in backend.list_devices()[0].platform.lower():
+        assert entries() == pocl_entries and pocl_entries
 
 
 def test_corrupted_cache_file_is_rebuilt(tmp_path):

@@ -140,9 +140,12 @@ def load_profile(info, extra_dirs=()):
     tuned = tuned_profile_path(info)
     if tuned.is_file() and not only:
         cands.append(((9, 0, 0), str(tuned), _read(tuned), "tuned for this device by `cltorch probe --tune`"))
+    merged_already = {os.path.realpath(c[1]) for c in cands}
     for e in env:
         if not os.path.isfile(e):
             raise FileNotFoundError(f"CLTORCH_PROFILE names {e!r}, which is not a file")
+        if only and os.path.realpath(e) in merged_already:
+            continue             # default.toml named again: merging it twice would undo the files between
         cands.append(((10, 0, 0), e, _read(e), "CLTORCH_PROFILE" + (" (CLTORCH_PROFILE_ONLY=1)" if only else "")))
     merged, sources, reasons = {}, [], []
     for _, path, data, why in cands:

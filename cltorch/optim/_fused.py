@@ -90,6 +90,13 @@ def _retain(evt, refs):
     _inflight.append((evt, refs))
 
 
+def _simulator(rt):
+    """Oclgrind's interpreter cannot create a kernel that inlined ``restrict`` pointers or calls clang's
+    ``__builtin_sqrtf`` (it has no ``llvm.experimental.noalias.scope.decl`` nor ``llvm.sqrt``), so the
+    template leaves both out there (``simulator=True``)."""
+    return "oclgrind" in rt.info.platform.lower()
+
+
 def kernel_for(rt, algo, flags, dtype, slots=None, elems=None, split_barrier=None):
     """(kernel, local size, elems, slots, n_states, n_scalars) for one signature on runtime ``rt`` (cached)."""
     key = (rt.index, algo, tuple(sorted(flags.items())), dtype.cl, slots, elems, split_barrier)
@@ -120,7 +127,7 @@ def kernel_for(rt, algo, flags, dtype, slots=None, elems=None, split_barrier=Non
     argd += [sdt] * len(scalars) + [np.int32]
     k = rt.kernel("optim.cl.mako", "optim_step", argd, algo=algo, flags=f, states=tuple(states),
                   scalars=tuple(scalars), st=dtype.cl, ct=dtype.cl, slots=slots, elems=elems,
-                  split_barrier=split_barrier)
+                  split_barrier=split_barrier, **({"simulator": True} if _simulator(rt) else {}))
     entry = (k, ls, elems, slots, len(states), len(scalars))
     _kernels[key] = entry
     return entry

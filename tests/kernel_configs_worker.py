@@ -1,0 +1,313 @@
+"""One process of tests/test_kernel_configs.py: every kernel template on one device under one profile.
+
+Run as ``python tests/kernel_configs_worker.py DEVICE SIZE`` with the profile chosen by the environment
+(``CLTORCH_PROFILE`` and ``CLTORCH_PROFILE_ONLY=1``; profiles load once per process, which is why each
+configuration is a process of its own). ``SIZE`` is ``edge`` (shapes that leave partial tiles and partial
+work-groups in every kernel's GPU and CPU configurations) or ``tiny`` (the smallest shapes that still cover
+each code path, for Oclgrind, which simulates every work-item). Each case computes on ``DEVICE`` and
+compares with torch (the oracle, on the host, in float64 where it matters) or with the numpy Philox
+reference. The last line of stdout is JSON: ``{"profile": ..., "cases": {name: null | "error text"}}``.
+Oclgrind's diagnostics go to stderr; the test reads them there.
+"""
+import json
+import sys
+import traceback
+
+import numpy as np
+import torch
+
+import cltorch as ct
+
+DEV = sys.argv[1] if len(sys.argv) > 1 else "cl:0"
+SIZE = sys.argv[2] if len(sys.argv) > 2 else "edge"
+TINY = SIZE == "tiny"
+rng = np.random.default_rng(1234)
+
+
+def arr(*shape, dtype=np.float32, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def C(a, grad=False):
+    """A cltorch tensor on DEV holding a (a leaf that requires grad when asked)."""
+    t = ct.from_numpy(np.array(a, order="C")).to(DEV)
+    return t.requires_grad_() if grad else t
+
+
+def T(a, grad=False):
+    t = torch.from_numpy(np.array(a, order="C"))
+    return t.requires_grad_() if grad else t
+
+
+def host(t):
+    return t.detach().cpu().numpy()
+
+
+def close(name, got, ref, rtol=1e-4, atol=1e-5):
+    got = np.asarray(host(got) if hasattr(got, "detach") else got)
+    ref = np.asarray(ref.detach().numpy() if hasattr(ref, "detach") else ref)
+    if got.shape != ref.shape:
+        raise AssertionError(f"{name}: shape {got.shape} != torch's {ref.shape}")
+    if not np.allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True):
+        err = np.abs(got.astype(np.float64) - ref.astype(np.float64)).max()
+        raise AssertionError(f"{name}: max abs error {err:.3g} (rtol {rtol}, atol {atol}), shape {got.shape}")
+
+
+def equal(name, got, ref):
+    got, ref = np.asarray(host(got) if hasattr(got, "detach") else got), np.asarray(
+        ref.numpy() if hasattr(ref, "numpy") else ref)
+    if got.shape != ref.shape or not np.array_equal(got, ref):
+        bad = "shape" if got.shape != ref.shape else f"{int((got != ref).sum())} elements"
+        raise AssertionError(f"{name}: differs from the reference ({bad})")
+
+
+def fwd_bwd(name, f_ct, f_t, inputs, rtol=1e-4, atol=1e-5, seed_grad=True):
+    """f on cltorch and torch; compare the output and, through a random output gradient, every input's grad."""
+    xs = [C(a, grad=g) for a, g in inputs]
+    ys = [T(a, grad=g) for a, g in inputs]
+    out, ref = f_ct(*xs), f_t(*ys)
+    close(name, out, ref, rtol, atol)
+    if not any(g for _, g in inputs):
+        return
+    go = arr(*ref.shape) if seed_grad and ref.dim() else np.ones(ref.shape, np.float32)
+    out.backward(C(go))
+    ref.backward(T(go))
+    for i, ((_, g), x, y) in enumerate(zip(inputs, xs, ys)):
+        if g:
+            close(f"{name} grad of input {i}", x.grad, y.grad, rtol * 10, atol * 10)
+
+
+# ----------------------------------------------------------------------------------------------- cases
+def elementwise():
+    n = 67 if TINY else 1031                       # not a multiple of any work-group or vector width
+    a, b = arr(n), arr(n)
+    close("add", C(a) + C(b), T(a) + T(b))
+    close("exp*tanh", ct.exp(C(a)) * ct.tanh(C(b)), torch.exp(T(a)) * torch.tanh(T(b)), 1e-5, 1e-6)
+    m = arr(5, 7 if TINY else 37)
+    close("broadcast strided", C(m).t() * C(m[:, :1]).t(), T(m).t() * T(m[:, :1]).t())
+    close("float64 sqrt", ct.sqrt(C(a.astype(np.float64) + 1)), torch.sqrt(T(a.astype(np.float64) + 1)), 1e-12, 0)
+    bf = ct.from_numpy(a).to(DEV).to(ct.bfloat16).float()
+    close("bfloat16 round trip", bf, torch.from_numpy(a).to(torch.bfloat16).float(), 0, 0)
+
+
+def reduction():
+    m = arr(6, 45) if TINY else arr(37, 300)
+    for dim in (0, 1):
+        close(f"sum dim {dim}", C(m).sum(dim), T(m).sum(dim), 1e-5, 1e-5)
+        close(f"amax dim {dim}", C(m).amax(dim), T(m).amax(dim), 0, 0)
+    equal("argmax", C(m).argmax(1), T(m).argmax(1))
+    big = arr(5000 if TINY else 70001)             # two-stage: R > chunk with few outputs
+    close("sum all (two passes)", C(big).sum(), T(big.astype(np.float64)).sum(), 1e-5, 1e-4)
+    close("mean/var", C(m).var(1), T(m).var(1), 1e-4, 1e-5)
+
+
+def gemm():
+    shapes = [(9, 7, 5), (33, 18, 21)] if TINY else [(37, 29, 41), (130, 67, 45), (150, 140, 131)]
+    for M, N, K in shapes:                         # the last: cbrt(MNK) > 128, the large-tile row
+        a, b = arr(M, K), arr(K, N)
+        close(f"mm {M}x{N}x{K}", C(a) @ C(b), T(a.astype(np.float64)) @ T(b.astype(np.float64)), 1e-4, 1e-4)
+        close(f"mm A^T B^T {M}x{N}x{K}", C(a.T.copy()).t() @ C(b.T.copy()).t(), T(a) @ T(b), 1e-4, 1e-4)
+    a, b = arr(3, 11, 6), arr(3, 6, 13)
+    close("bmm", ct.bmm(C(a), C(b)), torch.bmm(T(a), T(b)), 1e-4, 1e-5)
+    a64, b64 = arr(19, 23, dtype=np.float64), arr(23, 17, dtype=np.float64)
+    close("mm float64", C(a64) @ C(b64), T(a64) @ T(b64), 1e-12, 1e-12)
+    fwd_bwd("linear", lambda x, w: ct.nn.functional.linear(x, w), lambda x, w: torch.nn.functional.linear(x, w),
+            [(arr(5, 12), True), (arr(9, 12), True)], 1e-4, 1e-5)
+
+
+def conv():
+    n, c, h, o = (1, 2, 6, 3) if TINY else (2, 3, 11, 5)
+    fwd_bwd("conv2d", lambda x, w: ct.nn.functional.conv2d(x, w, padding=1, stride=2),
+            lambda x, w: torch.nn.functional.conv2d(x, w, padding=1, stride=2),
+            [(arr(n, c, h, h + 1), True), (arr(o, c, 3, 3), True)], 1e-4, 1e-5)
+    fwd_bwd("conv1d dilated", lambda x, w: ct.nn.functional.conv1d(x, w, dilation=2),
+            lambda x, w: torch.nn.functional.conv1d(x, w, dilation=2),
+            [(arr(n, c, h + 4), True), (arr(o, c, 3), True)], 1e-4, 1e-5)
+
+
+def pool():
+    s = 7 if TINY else 13
+    fwd_bwd("max_pool2d", lambda x: ct.nn.functional.max_pool2d(x, 3, 2, 1),
+            lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1), [(arr(2, 3, s, s + 2), True)])
+    fwd_bwd("avg_pool2d", lambda x: ct.nn.functional.avg_pool2d(x, 2, ceil_mode=True),
+            lambda x: torch.nn.functional.avg_pool2d(x, 2, ceil_mode=True), [(arr(2, 3, s, s + 2), True)])
+    fwd_bwd("adaptive_avg_pool2d", lambda x: ct.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
+            lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (3, 2)), [(arr(1, 2, s, s), True)])
+
+
+def norm():
+    r, d = (5, 19) if TINY else (37, 300)
+    fwd_bwd("layer_norm", lambda x, w, b: ct.nn.functional.layer_norm(x, (d,), w, b),
+            lambda x, w, b: torch.nn.functional.layer_norm(x, (d,), w, b),
+            [(arr(r, d), True), (arr(d), True), (arr(d), True)], 1e-4, 1e-5)
+    fwd_bwd("batch_norm", lambda x, w, b: ct.nn.functional.batch_norm(x, None, None, w, b, training=True),
+            lambda x, w, b: torch.nn.functional.batch_norm(x, None, None, w, b, training=True),
+            [(arr(4, 3, 5), True), (arr(3), True), (arr(3), True)], 1e-4, 1e-5)
+    fwd_bwd("group_norm", lambda x: ct.nn.functional.group_norm(x, 2), lambda x: torch.nn.functional.group_norm(x, 2),
+            [(arr(2, 4, 9), True)], 1e-4, 1e-5)
+
+
+def softmax():
+    m = arr(5, 21) if TINY else arr(37, 513)
+    for dim in (1, 0):
+        fwd_bwd(f"softmax dim {dim}", lambda x: ct.softmax(x, dim), lambda x: torch.softmax(x, dim), [(m * 4, True)])
+        fwd_bwd(f"log_softmax dim {dim}", lambda x: ct.log_softmax(x, dim), lambda x: torch.log_softmax(x, dim),
+                [(m * 4, True)])
+
+
+def loss():
+    n, k = (6, 5) if TINY else (37, 103)
+    tgt = rng.integers(0, k, n)
+    fwd_bwd("cross_entropy", lambda x: ct.nn.functional.cross_entropy(x, ct.from_numpy(tgt).to(DEV)),
+            lambda x: torch.nn.functional.cross_entropy(x, torch.from_numpy(tgt)), [(arr(n, k) * 3, True)],
+            1e-5, 1e-6, seed_grad=False)
+    fwd_bwd("nll_loss sum", lambda x: ct.nn.functional.nll_loss(x, ct.from_numpy(tgt).to(DEV), reduction="sum"),
+            lambda x: torch.nn.functional.nll_loss(x, torch.from_numpy(tgt), reduction="sum"), [(arr(n, k), True)],
+            1e-5, 1e-6, seed_grad=False)
+    fwd_bwd("mse_loss", lambda x, y: ct.nn.functional.mse_loss(x, y), lambda x, y: torch.nn.functional.mse_loss(x, y),
+            [(arr(n, k), True), (arr(n, k), False)], 1e-5, 1e-6, seed_grad=False)
+
+
+def sdpa():
+    b, h, L, S, E = (1, 2, 5, 7, 8) if TINY else (2, 3, 37, 45, 24)
+    f_ct = ct.nn.functional.scaled_dot_product_attention
+    f_t = torch.nn.functional.scaled_dot_product_attention
+    args = [(arr(b, h, L, E), True), (arr(b, h, S, E), True), (arr(b, h, S, E), True)]
+    fwd_bwd("sdpa", f_ct, f_t, args, 1e-4, 1e-5)
+    fwd_bwd("sdpa causal", lambda q, k, v: f_ct(q, k, v, is_causal=True), lambda q, k, v: f_t(q, k, v, is_causal=True),
+            args, 1e-4, 1e-5)
+    mask = rng.random((L, S)) < 0.7
+    mask[:, 0] = True
+    fwd_bwd("sdpa bool mask", lambda q, k, v: f_ct(q, k, v, attn_mask=ct.from_numpy(mask).to(DEV)),
+            lambda q, k, v: f_t(q, k, v, attn_mask=torch.from_numpy(mask)), args, 1e-4, 1e-5)
+
+
+def scan_sort():
+    n = 45 if TINY else 5003
+    a = arr(3, n)
+    close("cumsum", ct.cumsum(C(a), 1), torch.cumsum(T(a.astype(np.float64)), 1), 1e-5, 1e-4)
+    v, i = ct.cummax(C(a), 1)
+    rv, ri = torch.cummax(T(a), 1)
+    close("cummax values", v, rv, 0, 0)
+    equal("cummax indices", i, ri)
+    s, si = ct.sort(C(a), 1)
+    rs, rsi = torch.sort(T(a), dim=1, stable=True)
+    close("sort values", s, rs, 0, 0)
+    equal("sort indices", si, rsi)
+    ai = rng.integers(0, 50, (2, n)).astype(np.int64)
+    s, si = ct.sort(C(ai), dim=1, descending=True, stable=True)
+    rs, rsi = torch.sort(T(ai), dim=1, descending=True, stable=True)
+    equal("stable sort int64 descending", s, rs)
+    equal("stable sort int64 indices", si, rsi)
+    tv, ti = ct.topk(C(a), 5, 1)
+    rv, _ = torch.topk(T(a), 5, 1)
+    close("topk", tv, rv, 0, 0)
+
+
+def index():
+    a = arr(9, 13) if TINY else arr(57, 129)
+    idx = rng.integers(0, a.shape[0], 23).astype(np.int64)
+    close("index_select", ct.index_select(C(a), 0, C(idx)), torch.index_select(T(a), 0, T(idx)), 0, 0)
+    g = rng.integers(0, a.shape[1], a.shape).astype(np.int64)
+    close("gather", ct.gather(C(a), 1, C(g)), torch.gather(T(a), 1, T(g)), 0, 0)
+    close("scatter_add", ct.zeros(a.shape, device=DEV).scatter_add(1, C(g), C(a)),
+          torch.zeros(a.shape).scatter_add(1, T(g), T(a)), 1e-5, 1e-6)
+    m = a > 0.2
+    close("masked_select", C(a)[C(m)], T(a)[T(m)], 0, 0)
+    equal("nonzero", ct.nonzero(C(m)), torch.nonzero(T(m)))
+    fwd_bwd("advanced indexing", lambda x: x[C(idx)][:, 2:7], lambda x: x[T(idx)][:, 2:7], [(a, True)], 1e-5, 1e-6)
+    x, y = ct.zeros(a.shape[0], device=DEV), torch.zeros(a.shape[0])
+    vals = arr(len(idx))
+    x.index_put_((C(idx),), C(vals), accumulate=True)
+    y.index_put_((T(idx),), T(vals), accumulate=True)
+    close("index_put accumulate", x, y, 1e-5, 1e-6)
+
+
+def optim():
+    n = 37 if TINY else 1031
+    for name, kw in (("Adam", dict(lr=1e-2, weight_decay=0.1)), ("AdamW", dict(lr=1e-2)),
+                     ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)), ("RMSprop", dict(lr=1e-2))):
+        w0, w1 = arr(n), arr(3, 5)
+        ps = [ct.nn.Parameter(C(w0)), ct.nn.Parameter(C(w1))]
+        qs = [torch.nn.Parameter(T(w0)), torch.nn.Parameter(T(w1))]
+        o1, o2 = getattr(ct.optim, name)(ps, **kw), getattr(torch.optim, name)(qs, **kw)
+        for step in range(3):
+            gs = [arr(n), arr(3, 5)]
+            for p, q, gr in zip(ps, qs, gs):
+                p.grad, q.grad = C(gr), T(gr)
+            o1.step()
+            o2.step()
+        for i, (p, q) in enumerate(zip(ps, qs)):
+            close(f"{name} parameter {i} after 3 steps", p, q, 1e-5, 1e-6)
+
+
+def rnn():
+    T_, B, I, H = (3, 2, 3, 4) if TINY else (7, 3, 5, 17)
+    for kind in ("LSTM", "GRU", "RNN"):
+        torch.manual_seed(0)
+        ref = getattr(torch.nn, kind)(I, H, num_layers=2 if not TINY else 1, batch_first=False)
+        mod = getattr(ct.nn, kind)(I, H, num_layers=2 if not TINY else 1, batch_first=False).to(DEV)
+        with ct.no_grad():
+            for (n1, p1), (n2, p2) in zip(mod.named_parameters(), ref.named_parameters()):
+                assert n1 == n2, (n1, n2)
+                p1.copy_(C(p2.detach().numpy()))
+        x = arr(T_, B, I)
+        xc, xt = C(x, grad=True), T(x, grad=True)
+        yc, yt = mod(xc)[0], ref(xt)[0]
+        close(f"{kind} output", yc, yt, 1e-4, 1e-5)
+        go = arr(*yt.shape)
+        yc.backward(C(go))
+        yt.backward(T(go))
+        close(f"{kind} input grad", xc.grad, xt.grad, 1e-3, 1e-5)
+        for (n1, p1), (_, p2) in zip(mod.named_parameters(), ref.named_parameters()):
+            close(f"{kind} grad {n1}", p1.grad, p2.grad, 1e-3, 1e-5)
+
+
+def philox():
+    from cltorch.backend import runtime
+    from cltorch.ops import _philox_launch as L, _philox_ref as R
+    import pyopencl as cl
+    rt = runtime(ct.device(DEV).index if ct.device(DEV).index is not None else 0)
+    n = 77 if TINY else 10007
+    for fn, ref, dt in ((L.fill_uniform, R.uniform, np.float32), (L.fill_normal, R.normal, np.float32),
+                        (L.fill_normal, R.normal, np.float64)):
+        host_ = np.full(n + 8, 77, dt)
+        buf = cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=host_)
+        fn(rt, buf, 3, n, dt, 2024, 5)                 # the profile's local size and vector width
+        cl.enqueue_copy(rt.queue, host_, buf)
+        rt.queue.finish()
+        if not (host_[:3] == 77).all() or not (host_[3 + n:] == 77).all():
+            raise AssertionError(f"philox {fn.__name__}: wrote outside its range")
+        equal(f"philox {fn.__name__} {np.dtype(dt).name} bits", host_[3:3 + n].view(np.uint8),
+              ref(2024, 5, n, dt).view(np.uint8))
+    ct.manual_seed(7)
+    d = ct.nn.functional.dropout(ct.ones(n, device=DEV), 0.25)
+    frac = float((d == 0).float().mean())
+    if not 0.1 < frac < 0.4:
+        raise AssertionError(f"dropout zeroed {frac:.2f} of the elements, not about 0.25")
+
+
+CASES = [elementwise, reduction, gemm, conv, pool, norm, softmax, loss, sdpa, scan_sort, index, optim, rnn, philox]
+
+
+def main():
+    only = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None
+    from cltorch.backend import runtime
+    idx = ct.device(DEV).index
+    prof = runtime(idx if idx is not None else 0).profile
+    results = {}
+    for case in CASES:
+        if only and case.__name__ not in only:
+            continue
+        print(f"case {case.__name__}", file=sys.stderr, flush=True)   # Oclgrind's reports follow their case
+        try:
+            case()
+            ct.cl.synchronize()
+            results[case.__name__] = None
+        except Exception as e:  # noqa: BLE001 - every failure is reported, with its traceback
+            results[case.__name__] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
+    print(json.dumps({"profile": prof.name, "sources": prof.sources, "cases": results}))
+
+
+if __name__ == "__main__":
+    main()
