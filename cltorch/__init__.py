@@ -42,6 +42,7 @@ from . import serialization
 from . import special  # noqa: E402
 from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
+from .fft._stft import stft, istft  # noqa: E402,F401
 from .ops.lapack_api import (svd_legacy as svd, qr_legacy as qr, det, logdet, slogdet, inverse,  # noqa
                               cholesky_legacy as cholesky, cholesky_inverse, cholesky_solve, lu_legacy as lu,
                               lu_solve_legacy as lu_solve, lu_unpack, triangular_solve, pinverse, geqrf,

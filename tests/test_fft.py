@@ -154,3 +154,37 @@ def test_errors_match_torch():
         cltorch.fft.irfft(cltorch.randn(1).to(cltorch.complex64))
     with pytest.raises(NotImplementedError, match="complex32"):
         cltorch.fft.fft(x.bfloat16())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_stft_istft_match_torch(device):
+    a = _rand((2, 40), 11)
+    x, tx = cltorch.tensor(a, device=device), torch.from_numpy(a)
+    hann = torch.hann_window(6)
+    cases = [dict(n_fft=8), dict(n_fft=8, hop_length=3, win_length=6, normalized=True, window=hann),
+             dict(n_fft=7, center=False), dict(n_fft=8, onesided=False), dict(n_fft=8, hop_length=2, length=37)]
+    for kw in cases:
+        ckw = {k: (cltorch.tensor(v.numpy(), device=device) if isinstance(v, torch.Tensor) else v)
+               for k, v in kw.items()}
+        skw = {k: v for k, v in kw.items() if k != "length"}
+        ref = torch.stft(tx, return_complex=True, **skw)
+        got = cltorch.stft(x, return_complex=True, **{k: v for k, v in ckw.items() if k != "length"})
+        _close(got, ref)
+        _close(cltorch.istft(got, **ckw), torch.istft(ref, **kw))
+    _close(cltorch.stft(x[0], 8, return_complex=False), torch.stft(tx[0], 8, return_complex=False))
+    # gradients through both
+    xg = cltorch.tensor(a, device=device, requires_grad=True)
+    txg = torch.tensor(a, requires_grad=True)
+    w = np.random.default_rng(1).standard_normal((2, 40)).astype(np.float32)
+    (cltorch.istft(cltorch.stft(xg * xg, 8, return_complex=True) * 1.5, 8, length=40)
+     * cltorch.tensor(w, device=device)).sum().backward()
+    (torch.istft(torch.stft(txg * txg, 8, return_complex=True) * 1.5, 8, length=40) * torch.from_numpy(w)).sum() \
+        .backward()
+    _close(xg.grad, txg.grad)
+    with pytest.raises(RuntimeError, match="return_complex parameter be given"):
+        cltorch.stft(x, 8)
+    with pytest.raises(RuntimeError, match="complex-valued input"):
+        cltorch.istft(x, 8)
+    with pytest.raises(RuntimeError, match="overlap add min"):       # hann edges are 0 without centering
+        cltorch.istft(cltorch.stft(x, 8, return_complex=True), 8,
+                      window=cltorch.tensor(torch.hann_window(8).numpy(), device=device), center=False)
