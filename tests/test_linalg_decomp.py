@@ -328,3 +328,22 @@ def test_singular_det_gradient_and_out():
     o = cltorch.empty(3, 3, dtype=cltorch.float64)
     cltorch.linalg.inv(cltorch.tensor(a), out=o)
     np.testing.assert_allclose(o.numpy(), np.linalg.inv(a), rtol=1e-10)
+
+
+def test_double_backward():
+    from cltorch.autograd import gradgradcheck
+    eye = cltorch.eye(3, dtype=cltorch.float64)
+    a = cltorch.tensor(rng.uniform(-1, 1, (3, 3)), requires_grad=True)
+    b = cltorch.tensor(rng.uniform(-1, 1, (3, 2)), requires_grad=True)
+    for f, ins in ((lambda x, y: cltorch.linalg.solve(x + 3 * eye, y), (a, b)),
+                   (lambda x: cltorch.linalg.cholesky(x @ x.mT + 3 * eye), (a,)),
+                   (lambda x: cltorch.linalg.qr(x).R, (a,)),
+                   (lambda x: cltorch.linalg.eigvalsh(x + x.mT), (a,)),
+                   (lambda x: cltorch.linalg.lu_factor(x + 3 * eye).LU, (a,)),
+                   (lambda x: cltorch.matrix_exp(x), (a,))):
+        assert gradgradcheck(f, ins, eps=1e-6, atol=1e-5, rtol=1e-3)
+    x = cltorch.tensor(rng.standard_normal((3, 3)), requires_grad=True)
+    g, = cltorch.autograd.grad(cltorch.linalg.eig(x).eigenvalues.abs().sum(), x, create_graph=False)
+    assert g.shape == (3, 3)
+    with pytest.raises(NotImplementedError, match="double backward"):
+        cltorch.autograd.grad(cltorch.linalg.eig(x).eigenvalues.abs().sum(), x, create_graph=True)

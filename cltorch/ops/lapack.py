@@ -26,7 +26,9 @@ linalg.lstsq                  numpy.linalg.lstsq (gelsd) per matrix; reports per
 Backward formulas follow PyTorch's ``FunctionsManual.cpp`` (real case): solve, solve_triangular, det/slogdet
 (through A^-H), cholesky (Murray 2016, arXiv:1602.07527), lu (square, wide and tall), qr (m >= n, and the wide
 case through its square part), svd and eigh (Ionescu et al. 2015; the gauge-invariant forms), pinv (Golub and
-Pereyra 1973), lstsq (through pinv). Double backward is not provided through the host ops.
+Pereyra 1973), lstsq (through pinv). Since every backward is built from differentiable ops (the host ops
+included), ``create_graph=True`` gives second derivatives (checked by gradgradcheck in tests/test_linalg_decomp.py);
+eig's backward (computed on the host) and det's at a singular matrix raise NotImplementedError under it.
 """
 import collections
 
@@ -379,6 +381,10 @@ def _det_bw(ctx, g):
     if np.all(dh != 0):
         return ((g * d).unsqueeze(-1).unsqueeze(-1) * _inv_h(A),)
     # singular somewhere: d det / dA = adj(A)^T = det(U) det(V) U diag(prod_{j != i} s_j) V^T (PyTorch's SVD path)
+    from .._dispatch import is_grad_enabled
+    if is_grad_enabled():
+        raise NotImplementedError("linalg.det: the double backward at a singular matrix is not provided (its "
+                                  "adjugate is computed on the host)")
     U, S, Vh = svd(A, full_matrices=False)
     Sh = to_host(S)
     n = Sh.shape[-1]
@@ -838,7 +844,7 @@ def _lstsq_bw(ctx, gX, gres=None, grank=None, gsv=None):
     A, B, X = ctx.saved_tensors[:3]
     gA = gB = None
     if gX is not None:
-        P = pinv(A.detach())
+        P = pinv(A)                       # differentiable, so create_graph gives second derivatives
         gA = pinv_backward(gX @ _mT(B), P, A) if ctx.needs_input_grad[0] else None
         gB = _mT(P) @ gX if ctx.needs_input_grad[1] else None
     if gres is not None and gres.numel():

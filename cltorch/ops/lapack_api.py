@@ -575,6 +575,8 @@ def _eig_bw(ctx, gL, gV):
     """PyTorch's linalg_eig_backward, computed on the host: gA = Re(V^-H (diag(gL) + (V^H gV -
     V^H V diag(Re(diag(V^H gV)))) / conj(E)) V^H), E[i, j] = L_j - L_i."""
     A, Lt, Vt = ctx.saved_tensors
+    if is_grad_enabled():
+        raise NotImplementedError("linalg.eig: the double backward is not provided (the backward runs on the host)")
     Lh, Vh_ = to_host(Lt), to_host(Vt)
     n = Lh.shape[-1]
     VH = np.conj(np.swapaxes(Vh_, -1, -2))
