@@ -193,3 +193,35 @@ def test_complex128_on_cpu_and_fp64_check():
             cltorch.tensor(a, device="cl:0")
     else:
         np.testing.assert_allclose(_np(cltorch.tensor(a, device="cl:0") * 2), a * 2, rtol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_masked_fill_where_indexing_and_unsupported(device):
+    a = _rand((2, 3), 11)
+    z, tz = _c(a, device), torch.from_numpy(a)
+    m = np.array([[True, False, True], [False, False, True]])
+    cm, tm = cltorch.tensor(m, device=device), torch.from_numpy(m)
+    np.testing.assert_array_equal(_np(z.masked_fill(cm, 1 - 1j)), tz.masked_fill(tm, 1 - 1j).numpy())
+    w = z.clone()
+    w.masked_fill_(cm, 2j)
+    np.testing.assert_array_equal(_np(w), tz.masked_fill(tm, 2j).numpy())
+    np.testing.assert_array_equal(_np(cltorch.where(cm, z, cltorch.zeros_like(z))),
+                                  torch.where(tm, tz, torch.zeros_like(tz)).numpy())
+    np.testing.assert_array_equal(_np(z.roll(1, 1)), tz.roll(1, 1).numpy())
+    np.testing.assert_array_equal(_np(z.gather(1, cltorch.tensor([[2, 0], [1, 1]], device=device))),
+                                  tz.gather(1, torch.tensor([[2, 0], [1, 1]])).numpy())
+    with pytest.raises(NotImplementedError, match="prod is not implemented for complex"):
+        z.prod()
+
+
+def test_save_load_roundtrip_with_torch(tmp_path):
+    a = _rand((2, 3), 12)
+    p = tmp_path / "z.pt"
+    cltorch.save({"z": cltorch.tensor(a), "d": cltorch.complex64}, p)
+    back = torch.load(p)
+    np.testing.assert_array_equal(back["z"].numpy(), a)
+    assert back["d"] is torch.complex64
+    torch.save(torch.from_numpy(a.astype(np.complex128)), p)
+    got = cltorch.load(p)
+    assert got.dtype is cltorch.complex128
+    np.testing.assert_array_equal(got.numpy(), a.astype(np.complex128))

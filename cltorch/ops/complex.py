@@ -345,7 +345,20 @@ def _c_mean(x, dim=None, keepdim=False, dtype=None):
     return view_as_complex(rmean(view_as_real(x), dims, keepdim) if dims else view_as_real(x).clone())
 
 
-P.COMPLEX_OPS.update({"add": _add, "sub": _sub, "mul": _mul, "true_divide": _div, "eq": _eq,
+def _masked_fill(input, mask, value):  # noqa: A002
+    """where(mask, value, input) in input's complex dtype (a real input with a complex value raises, as PyTorch)."""
+    if not input.dtype.is_complex:
+        raise RuntimeError(f"masked_fill: cannot fill a {input.dtype} tensor with a complex value")
+    if isinstance(value, Tensor):
+        value = value.to(input.dtype)
+    else:
+        from .creation import full
+        value = full((), _builtin_complex(value), dtype=input.dtype, device=input.device)
+    rv, ri = view_as_real(input), view_as_real(value.expand(input._shape))
+    return view_as_complex(P.where(mask.unsqueeze(-1), ri, rv))
+
+
+P.COMPLEX_OPS.update({"masked_fill": _masked_fill, "add": _add, "sub": _sub, "mul": _mul, "true_divide": _div, "eq": _eq,
                       "ne": lambda a, b: ~_eq(a, b), "neg": _neg, "abs": cabs, "reciprocal": _reciprocal,
                       "sign": None})
 

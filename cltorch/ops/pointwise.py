@@ -882,10 +882,14 @@ def masked_fill(input, mask, value):  # noqa: A002
     if _is_t(value) and value.dim() != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
+    if _cx(input) or _cx(value):
+        return complex_call("masked_fill", (input, mask, value))
     return call(_masked_fill_op, input, mask, value)
 
 
 def masked_fill_(self, mask, value):
+    if _cx(self) or _cx(value):
+        return _complex_inplace(self, "masked_fill_", masked_fill(self, mask, value))
     r = run_inplace(self, "masked_fill_", masked_fill, mask, value)
     if r is not None:
         return r

@@ -83,6 +83,9 @@ def reduce(x, dim=None, keepdim=False, *, map_expr="x", combine="a + b", identit
            out_dtype, map_dtype, better, _vector_aligned(x))
     plan = _plans.get(key)
     if plan is None:
+        if x.dtype._kind == 3 or acc_dtype._kind == 3:
+            raise NotImplementedError(f"{name} is not implemented for complex tensors in cltorch (sum and mean are; "
+                                      "they reduce the view_as_real view)")
         plan = _ReducePlan(x, dims, keepdim, map_expr, combine, identity, finish, acc_dtype, out_dtype, map_dtype,
                            better, name)
         _plans[key] = plan
