@@ -394,3 +394,23 @@ def test_interpolate_bicubic_and_area3d():
                      ("nearest", dict(scale_factor=1.5))):
         _check(lambda x: TF.interpolate(x, mode=mode, **kw), lambda x: F.interpolate(x, mode=mode, **kw), (x5,),
                "cl:0")
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_weight_gradient_as_convolution(monkeypatch, nd):
+    """The large-image weight gradient path (a forward convolution with batch and channels swapped), forced on
+    small shapes, with stride, dilation and asymmetric sizes."""
+    monkeypatch.setattr(C, "_wgrad_as_conv_pays", lambda x, u, geom: geom.G == 1)
+    prev = C.set_algorithm("direct")
+    try:
+        rng = np.random.default_rng(17)
+        x = rng.standard_normal((3, 4) + (7, 9, 8)[3 - nd:]).astype(np.float32)
+        w = rng.standard_normal((5, 4) + (2, 3, 2)[3 - nd:]).astype(np.float32)
+        b = rng.standard_normal(5).astype(np.float32)
+        kw = dict(stride=(2, 1, 2)[3 - nd:], padding=(1, 2, 0)[3 - nd:], dilation=(1, 2, 2)[3 - nd:])
+        fn = f"conv{nd}d"
+        for dev in DEVICES:
+            _check(lambda x, w, b: getattr(TF, fn)(x, w, b, **kw), lambda x, w, b: getattr(F, fn)(x, w, b, **kw),
+                   (x, w, b), dev)
+    finally:
+        C.set_algorithm(prev)
