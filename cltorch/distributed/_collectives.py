@@ -4,10 +4,12 @@ Every collective first exchanges a small header (op, sequence number, dtype, sha
 group's ranks, so that ranks calling different collectives, or passing tensors of different shapes or dtypes,
 get a DistBackendError naming each rank's tensor on every rank instead of corrupted memory or a hang.
 
-**Deterministic sums.** A floating-point SUM/AVG/PRODUCT all-reduce is a reduce-scatter followed by an
-all-gather: every element is reduced exactly once, by one rank, in MPI's order for that rank count, and then
-copied to all ranks, so all ranks hold bit-identical results (a plain MPI_Allreduce may combine in different
-orders on different ranks). Integer sums and MIN/MAX are exact and use MPI_Iallreduce.
+**Deterministic sums.** With 3 or more ranks, a floating-point SUM/AVG/PRODUCT all-reduce is a reduce-scatter
+followed by an all-gather: every element is reduced exactly once, by one rank, in MPI's order for that rank
+count, and then copied to all ranks, so all ranks hold bit-identical results (a plain MPI_Allreduce may combine
+in different orders on different ranks). With 2 ranks each element is one commutative IEEE operation (a + b ==
+b + a bit for bit), so MPI_Iallreduce is identical on both and is used. Integer sums and MIN/MAX are exact and use
+MPI_Iallreduce.
 
 Device tensors are staged in chunks (at most 8, at least 4 MiB each) for all_reduce and broadcast: every chunk's
 device-to-host copy is enqueued at once, the MPI stages of chunk c start as soon as its copy is done, and its
@@ -34,8 +36,11 @@ _OPS = list(ReduceOp)
 _H = 12
 
 
+_OPIDX = {n: i for i, n in enumerate(OPCODES)}
+
+
 def _op(name):
-    return OPCODES.index(name)
+    return _OPIDX[name]
 
 
 def _check_tensor(t, what):
@@ -44,13 +49,23 @@ def _check_tensor(t, what):
         raise TypeError(f"{what}: expected a cltorch Tensor, got {type(t).__name__}")
 
 
+_DT_IDS = {}
+
+
+def _dtype_id(dt):
+    i = _DT_IDS.get(dt)
+    if i is None:
+        dn = str(dt).replace("cltorch.", "").replace("torch.", "")
+        i = _DT_IDS[dt] = _DTYPES.index(dn) if dn in _DTYPES else 99
+    return i
+
+
 def _header(name, seq, t, root=-1, redop=None, extra=-1):
     h = np.full(_H, -1, np.int64)
     h[0] = _op(name)
     h[1] = seq
     if t is not None:
-        dn = str(t.dtype).replace("cltorch.", "").replace("torch.", "")
-        h[2] = _DTYPES.index(dn) if dn in _DTYPES else 99
+        h[2] = _dtype_id(t.dtype)
         h[3] = t.numel()
         h[6] = t.dim()
         for i, s in enumerate(tuple(t.shape)[:5]):
@@ -74,6 +89,8 @@ def _headers(comm, h, name, pg, same=True, same_root=True, same_dtype=True):
     """Generator: exchanges headers; raises DistBackendError (on every rank alike) when ranks disagree."""
     allh = np.empty((pg.size(), _H), np.int64)
     yield [comm.Iallgather(h, allh)]
+    if (allh == h).all():                # the common case: every rank sent the same header
+        return allh
     ops = allh[:, 0]
     if (ops != ops[0]).any() or (allh[:, 1] != allh[0, 1]).any():
         desc = ", ".join(f"rank {pg.ranks[r]} called {OPCODES[int(allh[r, 0])]} (collective #{int(allh[r, 1])})"
@@ -137,7 +154,9 @@ def _all_reduce_gen(pg, work, t, op):
             raise TypeError(f"all_reduce: ReduceOp.AVG needs a floating point tensor, got {t.dtype}")
         wire = wire_dtype(npd)
         mop = mpi_op(op, npd if npd.kind == "b" else wire)
-        det = wire.kind in "fc" and op in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT) and n > 1
+        # 2 ranks: each element is one IEEE operation of two commutative operands, the same bits in any order,
+        # so MPI's own all-reduce is already identical on both ranks; 3 or more: reduce-scatter + all-gather
+        det = wire.kind in "fc" and op in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT) and n > 2
         chunks = _chunks(h.n, h.isz, h.device)
         loads = [h.load(lo, hi) for lo, hi in chunks]
         me = pg.rank()
@@ -164,7 +183,7 @@ def _all_reduce_gen(pg, work, t, op):
                 out /= n
             if npd.kind == "b":
                 h.arr[lo:hi] = out.view(np.bool_)
-            elif out is not h.arr[lo:hi] and not np.shares_memory(out, h.arr[lo:hi]):
+            elif wire != npd:                  # float16/bfloat16 were reduced in float32; else it is in place
                 h.arr[lo:hi] = out.astype(npd)
             stores.extend(h.store(lo, hi))
 

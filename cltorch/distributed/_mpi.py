@@ -10,13 +10,19 @@ def available():
     return importlib.util.find_spec("mpi4py") is not None
 
 
+_M = []
+
+
 def _load():
+    if _M:
+        return _M[0]
     try:
         from mpi4py import MPI as m
     except ImportError as e:     # pragma: no cover - the test extra installs it
         raise RuntimeError("cltorch.distributed needs mpi4py and an MPI library: pip install mpi4py mpich "
                            "(or pip install 'cltorch[distributed]'); on a cluster, build mpi4py against the site's "
                            f"MPI ({e})") from e
+    _M.append(m)
     return m
 
 

@@ -151,9 +151,7 @@ def _proc_state(pid):
 
 def wait_until(pending, deadline, watch, what, check=True, on_timeout=None):
     """Polls ``pending`` (MPI requests and OpenCL events) until all complete; raises DistBackendError at
-    ``deadline`` (time.monotonic()) or when ``watch.check`` finds a failed peer. Spins for the first 20 ms (MPI
-    progresses only inside these calls), then sleeps 100 us between polls so that waiting ranks leave the CPU to
-    the rank they wait for."""
+    ``deadline`` (time.monotonic()) or when ``watch.check`` finds a failed peer; between polls see ``idle``."""
     t0 = time.monotonic()
     last = t0
     while True:
@@ -166,8 +164,17 @@ def wait_until(pending, deadline, watch, what, check=True, on_timeout=None):
                 watch.check(what)
         if now > deadline:
             raise DistBackendError(timeout_message(watch, what, now - t0) if on_timeout is None else on_timeout())
-        if now - t0 > 0.02:
-            time.sleep(0.0001)
+        idle(now - t0)
+
+
+def idle(waited):
+    """Between two polls: yield the CPU to runnable processes (a peer rank on the same core), and after 1 s of
+    waiting also sleep 100 us per poll, so that a long wait does not keep a core busy. MPI progresses only inside
+    the polls, so the first second never sleeps: a sleeping poller stalls MPI's shared-memory pipeline."""
+    if waited < 1.0:
+        os.sched_yield()
+    else:
+        time.sleep(0.0001)
 
 
 def all_done(pending):

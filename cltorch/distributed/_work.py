@@ -14,7 +14,7 @@ program order, identical on every rank, so each stage communicator sees the work
 import time
 
 from ._types import DistBackendError
-from ._watch import all_done, timeout_message
+from ._watch import all_done, idle, timeout_message
 
 __all__ = ["Work", "ISSUE", "run_now"]
 
@@ -132,8 +132,7 @@ class Work:
             if now > deadline:
                 self._finish(DistBackendError(timeout_message(watch, what, now - self._t0)), None)
                 break
-            if now - t0 > 0.02:
-                time.sleep(0.0001)
+            idle(now - t0)
         if self._exc is not None:
             raise self._exc
         return True
