@@ -225,3 +225,18 @@ def test_save_load_roundtrip_with_torch(tmp_path):
     got = cltorch.load(p)
     assert got.dtype is cltorch.complex128
     np.testing.assert_array_equal(got.numpy(), a.astype(np.complex128))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_exp_log_sqrt_pow(device):
+    a = _rand((2, 4), 13)
+    z, tz = _c(a, device), torch.from_numpy(a)
+    r = np.abs(np.random.default_rng(14).standard_normal(4)).astype(np.float32) + 0.5
+    cr, tr = cltorch.tensor(r, device=device), torch.from_numpy(r)
+    for got, ref in [(z.exp(), tz.exp()), (z.log(), tz.log()), (z.sqrt(), tz.sqrt()), (z ** 2, tz ** 2),
+                     (z ** 0.5, tz ** 0.5), (z ** (1 + 1j), tz ** (1 + 1j)), (z ** cr, tz ** tr),
+                     (cr ** z, tr ** tz), (z ** z, tz ** tz)]:
+        np.testing.assert_allclose(_np(got), ref.numpy(), rtol=1e-4, atol=1e-5)
+    assert z.type() == "torch.ComplexFloatTensor"
+    for got, ref in _grads(lambda x: (x.exp() * x.log()).sqrt(), lambda x: (x.exp() * x.log()).sqrt(), (a,), device):
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)

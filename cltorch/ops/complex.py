@@ -326,6 +326,36 @@ def _reciprocal(z):
     return _div(1.0, z)
 
 
+def _exp(z):
+    v = view_as_real(z)
+    re, im = select(v, -1, 0), select(v, -1, 1)
+    m = re.exp()
+    return complex(m * im.cos(), m * im.sin())
+
+
+def _log(z):
+    v = view_as_real(z)
+    return complex(cabs(z).log(), P.atan2(select(v, -1, 1), select(v, -1, 0)))
+
+
+def _sqrt(z):
+    v = view_as_real(z)
+    return polar(cabs(z).sqrt(), P.atan2(select(v, -1, 1), select(v, -1, 0)) * 0.5)
+
+
+def _pow(a, b):
+    """a ** b = exp(b log a) (principal branch); 0 ** b is 0 for b with positive real part, as PyTorch."""
+    if not isinstance(b, Tensor) and b == 2:
+        return _mul(a, a)
+    if not isinstance(a, Tensor) or not a.dtype.is_complex:
+        a = _add(a, 0j) if isinstance(a, Tensor) else a
+    if not isinstance(a, Tensor):
+        la = _builtin_complex(a)
+        import cmath
+        return _exp(_mul(b, cmath.log(la))) if la != 0 else _mul(b, 0.0)
+    return _exp(_mul(b, _log(a)))
+
+
 def _c_sum(x, dim=None, keepdim=False, dtype=None):
     """sum over a complex tensor: the sum of the real view over the same dims."""
     from .reductions import sum as rsum
@@ -360,6 +390,7 @@ def _masked_fill(input, mask, value):  # noqa: A002
 
 P.COMPLEX_OPS.update({"masked_fill": _masked_fill, "add": _add, "sub": _sub, "mul": _mul, "true_divide": _div, "eq": _eq,
                       "ne": lambda a, b: ~_eq(a, b), "neg": _neg, "abs": cabs, "reciprocal": _reciprocal,
+                      "exp": _exp, "log": _log, "sqrt": _sqrt, "pow": _pow,
                       "sign": None})
 
 

@@ -428,7 +428,7 @@ _pow_raw = defbinary("pow", lambda ct: "pow(x0, x1)" if ct.is_floating_point els
 def pow(a, b, *, out=None):  # noqa: A001
     """``a ** b``. An integer tensor to a negative integer power raises RuntimeError, as in PyTorch."""
     dt = D.result_type(a, b)
-    if not dt.is_floating_point:
+    if not dt.is_floating_point and not dt.is_complex:
         if _is_t(b):
             if (b < 0).any().item():
                 raise RuntimeError("Integers to negative integer powers are not allowed.")

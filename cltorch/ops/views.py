@@ -701,7 +701,8 @@ def _type(self, dtype=None, non_blocking=False):
         return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
                 "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
                 "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
-                "bfloat16": "torch.BFloat16Tensor"}[self.dtype.name]
+                "bfloat16": "torch.BFloat16Tensor", "complex64": "torch.ComplexFloatTensor",
+                "complex128": "torch.ComplexDoubleTensor"}[self.dtype.name]
     return to(self, dtype)
 
 
