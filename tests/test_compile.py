@@ -340,3 +340,26 @@ def test_inplace_argument_falls_back_and_outputs_sharing_a_buffer():
         np.testing.assert_array_equal(_np(a), np.full(2, 3.0 * i, np.float32))
         np.testing.assert_array_equal(_np(b), np.full(2, 3.0 * i, np.float32))
     assert ch.graphs()
+
+
+def test_returned_grad_is_the_real_gradient():
+    torch.manual_seed(0)
+    m = nn.Linear(3, 2).to(DEV)
+    opt = torch.optim.SGD(m.parameters(), lr=0.5)
+
+    @torch.compile
+    def step(x):
+        opt.zero_grad()
+        m(x).pow(2).sum().backward()
+        opt.step()
+        return m.weight.grad
+
+    for i in range(6):
+        x = torch.full((1, 3), float(i + 1), device=DEV)
+        w0, b0 = _np(m.weight), _np(m.bias)
+        g = step(x)
+        assert g is m.weight.grad
+        out = w0 @ _np(x).T + b0[:, None]            # (2, 1), before the update
+        np.testing.assert_allclose(_np(g), 2 * out @ _np(x), rtol=1e-5)
+        np.testing.assert_allclose(_np(m.weight), w0 - 0.5 * _np(g), rtol=1e-5, atol=1e-6)
+    assert step.graphs()

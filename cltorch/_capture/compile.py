@@ -432,7 +432,10 @@ class CompiledFunction:
         entry.regions = [(r[0][0], r[0][3], a, b) for r, a, b in
                          ((reg, reg[1], reg[2]) for reg in tr.regions)]
         entry.hyper = _hyper(opts)
-        state_ids = {id(t) for t in ts}
+        state = list(ts) + [t.grad for t in ts if t.grad is not None] + \
+            [v for o in opts for st in o.state.values() if isinstance(st, dict) for v in st.values() if _is_tensor(v)]
+        state_ids = {id(t) for t in state}
+        state_bufs = {id(t._storage.buf) for t in state if t._storage.buf is not None}
         entry.out_spec = ospec
         static_bufs = {id(s._storage.buf) for s, _ in statics}
         leaves_out = []
@@ -443,7 +446,8 @@ class CompiledFunction:
                 leaves_out.append(("t", o))
             else:
                 st = o._storage
-                slot = g.slot(st.buf) if id(st.buf) not in static_bufs and id(st.buf) not in live_before else None
+                mine = id(st.buf) not in static_bufs and id(st.buf) not in live_before and id(st.buf) not in state_bufs
+                slot = g.slot(st.buf) if mine else None
                 if slot is not None:     # made by the capture, used only by preset kernels: a fresh buffer per call
                     leaves_out.append(("r", slot, st.size, o._offset, o._shape, o._stride, o.dtype, o.device))
                 else:

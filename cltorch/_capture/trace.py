@@ -171,6 +171,9 @@ class Recorder:
             self.trace.unsupported.append(why)
 
     def launch(self, rt, k, gsize, lsize, args):
+        if not self.execute:              # a dry run only wants the arguments
+            self.trace.entries.append(("k", rt, k, tuple(gsize), None if lsize is None else tuple(lsize), args))
+            return None
         for a in args:
             if _is_buffer(a) and a.__class__.__name__ != "PooledBuffer":
                 import pyopencl as cl
@@ -180,8 +183,6 @@ class Recorder:
                                      "captured")
                     break
         self.trace.entries.append(("k", rt, k, tuple(gsize), None if lsize is None else tuple(lsize), tuple(args)))
-        if not self.execute:
-            return None
         with rt.lock:
             rt.pending = True
             ev = k(rt.queue, gsize, lsize, *args)
