@@ -11,6 +11,8 @@
 ##    polynomials in w = -log((1-x)(1+x)); double adds two Newton steps on erf.
 ##  - I0, I1 (and the scaled I0e, I1e): the power series sum (x/2)^(2k+nu) / (k! (k+nu)!) for |x| <= 20, the
 ##    Hankel asymptotic expansion e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) / x^k beyond (A&S 9.6.10, 9.7.1).
+##  - Bessel J0, J1, Y0, Y1, K0, K1 (and the scaled K's), Airy Ai: see the comments at their helpers (series,
+##    Miller's recurrence and Hankel's expansion; the trapezoidal rule on K's integral; Taylor steps of Airy's ODE).
 ##  - erfcx: exp(x^2) erfc(x) directly below a threshold, the asymptotic series 1/(x sqrt(pi)) sum (-1)^k
 ##    (2k-1)!! / (2x^2)^k above it (A&S 7.1.23).
 ##  - ndtri: sqrt(2) erfinv(2p-1) with Giles' w computed from p as -log(4p(1-p)) (no cancellation in the
@@ -292,6 +294,161 @@ inline ${T} sm_igammac_${S}(${T} a, ${T} x) {
     if (isinf(a)) return isinf(x) ? (${T})NAN : 1;
     if (isinf(x)) return 0;
     return x < a + 1 ? 1 - sm_igam_series_${S}(a, x) : sm_igamc_cf_${S}(a, x);
+}
+<% MILLER_PAD, HANKEL_X, TRAP_H, AIRY_NEG = (20, 8, "0.5f", 8) if S == "f" else (40, 20, "0.25", 12) %>
+/* Bessel J0, J1, Y0, Y1 of x > 0, selected by `which` (0..3). x < 1: the power series (A&S 9.1.10-11; Y's with
+   their logarithmic terms, no cancellation there). 1 <= x < ${HANKEL_X}: Miller's backward recurrence
+   J_(k-1) = (2k/x) J_k - J_(k+1) from an even start well above x, normalised by 1 = J0 + 2 sum J_2m (A&S 9.1.46),
+   with Y0 = (2/pi)(ln(x/2) + gamma) J0 - (4/pi) sum (-1)^m J_2m / m (A&S 9.1.88) and Y1 = -Y0' from the same J's.
+   Beyond: Hankel's asymptotic expansion with the phase written through sin x and cos x (A&S 9.2.5-10). */
+inline ${T} sm_bessel_jy_${S}(int which, ${T} x) {
+    const ${T} TWO_PI = 0.63661977236758134${L}, GAM = 0.57721566490153286${L};
+    if (x < 1) {
+        ${T} h = 0.25${L} * x * x, lg = log(0.5${L} * x) + GAM;
+        ${T} t0 = 1, t1 = 0.5${L} * x, j0 = 1, j1 = t1, hk = 0, s0 = 0, s1 = t1;   /* s1: k = 0 term, psi sum 1 */
+        for (int k = 1; k < 30; k++) {
+            t0 *= -h / (k * k);
+            t1 *= -h / (k * (k + 1));
+            hk += 1.0${L} / k;
+            j0 += t0; j1 += t1;
+            s0 -= t0 * hk;                                  /* sum (-1)^(k+1) H_k (x^2/4)^k / k!^2 */
+            s1 += t1 * (2 * hk + 1.0${L} / (k + 1));          /* sum (-1)^k (H_k + H_(k+1)) (x/2)^(2k+1) / (k!(k+1)!) */
+            if (fabs(t0) < ${EPS} * 1e-3${L}) break;
+        }
+        if (which == 0) return j0;
+        if (which == 1) return j1;
+        if (which == 2) return TWO_PI * (lg * j0 + s0);
+        /* Y1 = -2/(pi x) + (2/pi) ln(x/2) J1 - (1/pi) sum (-1)^k (psi(k+1) + psi(k+2)) (x/2)^(2k+1)/(k!(k+1)!),
+           psi(k+1) + psi(k+2) = H_k + H_(k+1) - 2 gamma */
+        return -TWO_PI / x + TWO_PI * lg * j1 - 0.5${L} * TWO_PI * s1;
+    }
+    if (x < ${HANKEL_X}) {
+        int n = 2 * (((int)x + ${MILLER_PAD}) / 2);
+        ${T} jp = 0, jc = 1e-20${L}, norm = 0, s0 = 0, s1 = 0, j1 = 0, j0 = 0;
+        /* contributions of index n (even): to the norm and to s0 */
+        norm += 2 * jc;
+        s0 += ((n / 2) % 2 ? -jc : jc) / (n / 2);
+        for (int k = n; k >= 1; k--) {
+            ${T} jm = (2 * k / x) * jc - jp;            /* J_(k-1) */
+            int i = k - 1;
+            if (i == 0) { j0 = jm; j1 = jc; }
+            else if (i % 2 == 0) { int m = i / 2; norm += 2 * jm; s0 += (m % 2 ? -jm : jm) / m; }
+            else { int m = (i + 1) / 2; ${T} c = 1.0${L} / m + (m > 1 ? 1.0${L} / (m - 1) : 0); s1 += (m % 2 ? -c : c) * jm; }
+            jp = jc; jc = jm;
+            if (fabs(jc) > 1e10${L}) { jc *= 1e-10${L}; jp *= 1e-10${L}; norm *= 1e-10${L}; s0 *= 1e-10${L}; s1 *= 1e-10${L}; }
+        }
+        ${T} tot = j0 + norm, J0 = j0 / tot, J1 = j1 / tot, lg = log(0.5${L} * x) + GAM;
+        if (which == 0) return J0;
+        if (which == 1) return J1;
+        if (which == 2) return TWO_PI * lg * J0 - 2 * TWO_PI * s0 / tot;
+        return -TWO_PI * (J0 / x - lg * J1) + TWO_PI * s1 / tot;
+    }
+    /* Hankel: J = sqrt(2/(pi x)) (P cos chi - Q sin chi), Y = sqrt(2/(pi x)) (P sin chi + Q cos chi), chi = x - (2nu+1) pi/4 */
+    int nu = which & 1;
+    ${T} mu = 4 * nu * nu, P = 1, Q = 0, a = 1, prev = INFINITY;
+    for (int k = 1; k < 60; k++) {
+        a *= (mu - (2 * k - 1) * (2 * k - 1)) / (8 * k * x);
+        if (fabs(a) > prev) break;                      /* the asymptotic series starts to diverge */
+        prev = fabs(a);
+        int r = k % 4;                                  /* a_k with sign (-1)^floor(k/2) into P (even k) or Q (odd k) */
+        if (r == 0) P += a; else if (r == 1) Q += a; else if (r == 2) P -= a; else Q -= a;
+        if (fabs(a) < ${EPS} * 1e-2${L}) break;
+    }
+    ${T} sx = sin(x), cx = cos(x), c, sn;
+    if (nu == 0) { c = (cx + sx); sn = (sx - cx); }     /* sqrt(2) cos(x - pi/4), sqrt(2) sin(x - pi/4) */
+    else { c = (sx - cx); sn = -(sx + cx); }            /* sqrt(2) cos(x - 3pi/4), sqrt(2) sin(x - 3pi/4) */
+    ${T} amp = rsqrt(${"M_PI_F" if S == "f" else "M_PI"} * x);   /* sqrt(2/(pi x)) / sqrt(2) */
+    return which < 2 ? amp * (P * c - Q * sn) : amp * (P * sn + Q * c);
+}
+inline ${T} sm_bessel_j0_${S}(${T} x) {
+    if (isnan(x)) return x;
+    x = fabs(x);
+    if (isinf(x)) return (${T})NAN;                        /* PyTorch's value at infinity */
+    return x == 0 ? 1 : sm_bessel_jy_${S}(0, x);
+}
+inline ${T} sm_bessel_j1_${S}(${T} x) {
+    if (isnan(x) || x == 0) return x;
+    if (isinf(x)) return (${T})NAN;
+    ${T} r = sm_bessel_jy_${S}(1, fabs(x));
+    return x < 0 ? -r : r;
+}
+inline ${T} sm_bessel_y0_${S}(${T} x) {
+    if (isnan(x)) return x;
+    if (x < 0) return (${T})NAN;
+    if (x == 0) return -INFINITY;
+    return isinf(x) ? (${T})NAN : sm_bessel_jy_${S}(2, x);
+}
+inline ${T} sm_bessel_y1_${S}(${T} x) {
+    if (isnan(x)) return x;
+    if (x < 0) return (${T})NAN;
+    if (x == 0) return -INFINITY;
+    return isinf(x) ? (${T})NAN : sm_bessel_jy_${S}(3, x);
+}
+/* e^x K_nu(x) for x > 0 = int_0^inf exp(-x (cosh t - 1)) cosh(nu t) dt (A&S 9.6.24), by the trapezoidal rule:
+   the integrand is entire and decays doubly exponentially, so the rule converges geometrically in 1/h
+   (Trefethen & Weideman, SIAM Review 2014); h shrinks as 1/sqrt(x) with the width of the integrand's peak. */
+inline ${T} sm_kscaled_${S}(${T} nu, ${T} x) {
+    ${T} h = ${TRAP_H} * (x > 2 ? sqrt(2 / x) : 1), sum = 0.5${L};
+    for (int k = 1; k < 2000; k++) {
+        ${T} t = k * h, sh = sinh(0.5${L} * t), e = -2 * x * sh * sh;
+        ${T} f = 0.5${L} * (exp(e + nu * t) + exp(e - nu * t));
+        sum += f;
+        if (f < ${EPS} * 1e-2${L} * sum) break;
+    }
+    return sum * h;
+}
+inline ${T} sm_mbk_${S}(${T} nu, ${T} x, int scaled) {
+    if (isnan(x)) return x;
+    if (x < 0) return (${T})NAN;
+    if (x == 0) return INFINITY;
+    if (isinf(x)) return 0;
+    ${T} r = sm_kscaled_${S}(nu, x);
+    return scaled ? r : r * exp(-x);
+}
+inline ${T} sm_modified_bessel_k0_${S}(${T} x) { return sm_mbk_${S}(0, x, 0); }
+inline ${T} sm_modified_bessel_k1_${S}(${T} x) { return sm_mbk_${S}(1, x, 0); }
+inline ${T} sm_scaled_modified_bessel_k0_${S}(${T} x) { return sm_mbk_${S}(0, x, 1); }
+inline ${T} sm_scaled_modified_bessel_k1_${S}(${T} x) { return sm_mbk_${S}(1, x, 1); }
+/* Airy Ai. x > 1: (1/pi) sqrt(x/3) K_(1/3)(z), z = 2/3 x^(3/2) (A&S 10.4.14). -${AIRY_NEG} <= x <= 1: Taylor steps of
+   at most 1/4 from Ai(0), Ai'(0) (A&S 10.4.4-5) along Ai'' = x Ai, whose Taylor coefficients obey
+   (n+2)(n+1) a_(n+2) = x0 a_n + a_(n-1). Below: the asymptotic expansion in u_k (A&S 10.4.60, DLMF 9.7.9). */
+inline ${T} sm_airy_ai_${S}(${T} x) {
+    if (isnan(x)) return x;
+    if (isinf(x)) return (${T})NAN;                        /* PyTorch's value at +-infinity */
+    if (x > 1) {
+        ${T} z = 0.66666666666666667${L} * x * sqrt(x);
+        return sqrt(x / 3) * 0.31830988618379067${L} * exp(-z) * sm_kscaled_${S}(0.33333333333333333${L}, z);
+    }
+    if (x >= -${AIRY_NEG}) {
+        ${T} y = 0.35502805388781724${L}, yp = -0.25881940379280680${L}, x0 = 0;
+        int steps = (int)ceil(fabs(x) * 4);
+        ${T} h = steps ? x / steps : 0;
+        for (int s = 0; s < steps; s++) {
+            ${T} am3 = 0, am2 = y, am1 = yp, ny = y + yp * h, nyp = yp, hp = h;   /* hp = h^(n-1) */
+            for (int n = 2; n < 32; n++) {
+                ${T} an = (x0 * am2 + am3) / (n * (n - 1));
+                nyp += n * an * hp;
+                hp *= h;
+                ny += an * hp;
+                am3 = am2; am2 = am1; am1 = an;
+            }
+            y = ny; yp = nyp; x0 += h;
+        }
+        return y;
+    }
+    ${T} X = -x, z = 0.66666666666666667${L} * X * sqrt(X), u = 1, P = 1, Q = 0, zk = 1, prev = INFINITY;
+    for (int k = 1; k < 60; k++) {
+        u *= (6 * k - 5) * (6 * k - 3) * (6 * k - 1) / ((${T})(2 * k - 1) * 216 * k);
+        zk /= z;
+        ${T} term = u * zk;
+        if (term > prev) break;
+        prev = term;
+        int r = k % 4;                                  /* (-1)^floor(k/2) u_k / z^k into P (even) or Q (odd) */
+        if (r == 0) P += term; else if (r == 1) Q += term; else if (r == 2) P -= term; else Q -= term;
+        if (term < ${EPS} * 1e-2${L}) break;
+    }
+    ${T} sx = sin(z), cx = cos(z);                       /* cos(z - pi/4) = (cos z + sin z)/sqrt 2, sin(z - pi/4) = (sin z - cos z)/sqrt 2 */
+    return (P * (cx + sx) + Q * (sx - cx)) * 0.70710678118654752${L} * 0.56418958354775629${L} / sqrt(sqrt(X));
 }
 % endfor
 inline long sm_gcd_l(long a, long b) { a = a < 0 ? -a : a; b = b < 0 ? -b : b; while (b) { long t = a % b; a = b; b = t; } return a; }

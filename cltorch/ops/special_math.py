@@ -292,3 +292,18 @@ igamma = defbinary("igamma", "sm_igamma_f(x0, x1)", rule="float", backward=_igam
 igammac = defbinary("igammac", "sm_igammac_f(x0, x1)", rule="float", backward=_igamma_bw(-1.0))
 gammainc, gammaincc = igamma, igammac
 __all__ += ["igamma", "igammac"]
+
+# Bessel functions of the first and second kind, modified Bessel K (plain and scaled by e^x), Airy Ai: device
+# helpers in special_math.cl.mako (series, Miller's recurrence, Hankel's expansion, the trapezoidal rule on K's
+# integral, Taylor steps of Airy's equation; see there). Float and double; not differentiable, as PyTorch's.
+bessel_j0 = defunary("special_bessel_j0", "sm_bessel_j0_f(x0)", "float", inplace=False)
+bessel_j1 = defunary("special_bessel_j1", "sm_bessel_j1_f(x0)", "float", inplace=False)
+bessel_y0 = defunary("special_bessel_y0", "sm_bessel_y0_f(x0)", "float", inplace=False)
+bessel_y1 = defunary("special_bessel_y1", "sm_bessel_y1_f(x0)", "float", inplace=False)
+modified_bessel_k0 = defunary("special_modified_bessel_k0", "sm_modified_bessel_k0_f(x0)", "float", inplace=False)
+modified_bessel_k1 = defunary("special_modified_bessel_k1", "sm_modified_bessel_k1_f(x0)", "float", inplace=False)
+scaled_modified_bessel_k0 = defunary("special_scaled_modified_bessel_k0", "sm_scaled_modified_bessel_k0_f(x0)",
+                                     "float", inplace=False)
+scaled_modified_bessel_k1 = defunary("special_scaled_modified_bessel_k1", "sm_scaled_modified_bessel_k1_f(x0)",
+                                     "float", inplace=False)
+airy_ai = defunary("special_airy_ai", "sm_airy_ai_f(x0)", "float", inplace=False)

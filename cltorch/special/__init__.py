@@ -9,6 +9,8 @@ from ..ops.special_math import (chebyshev_polynomial_t, chebyshev_polynomial_u, 
                                 chebyshev_polynomial_w, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
                                 shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, hermite_polynomial_h,
                                 hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p)
+from ..ops.special_math import (bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_k0,  # noqa: F401
+                                modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1, airy_ai)
 from ..ops.softmax import softmax as _softmax, log_softmax as _log_softmax
 from ..ops.reductions import logsumexp  # noqa: F401
 
@@ -22,7 +24,9 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gamma
            "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
            "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
            "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
-           "legendre_polynomial_p", "gammainc", "gammaincc"]
+           "legendre_polynomial_p", "gammainc", "gammaincc", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+           "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "airy_ai"]
 
 
 def softmax(input, dim, *, dtype=None):  # noqa: A002
