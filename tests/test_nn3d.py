@@ -414,3 +414,22 @@ def test_weight_gradient_as_convolution(monkeypatch, nd):
                    (x, w, b), dev)
     finally:
         C.set_algorithm(prev)
+
+
+def test_new_modules_repr_and_state_dict_match_torch():
+    cases = [("MaxPool3d", (2,), {}), ("AvgPool3d", (2,), {}), ("AdaptiveAvgPool3d", ((2, 3, 4),), {}),
+             ("AdaptiveMaxPool1d", (3,), {}), ("AdaptiveMaxPool3d", (2,), {}), ("MaxUnpool1d", (2,), {}),
+             ("MaxUnpool2d", (2,), {}), ("MaxUnpool3d", (2,), {}), ("FractionalMaxPool2d", (2,), {"output_size": 3}),
+             ("FractionalMaxPool3d", (2,), {"output_ratio": 0.5}), ("CTCLoss", (), {}), ("MultiMarginLoss", (), {}),
+             ("MultiLabelMarginLoss", (), {}), ("TripletMarginWithDistanceLoss", (), {}),
+             ("LocalResponseNorm", (3,), {}), ("EmbeddingBag", (5, 3), {}), ("Conv3d", (2, 3, 3), {}),
+             ("ConvTranspose3d", (2, 3, 3), {"stride": 2})]
+    for name, args, kw in cases:
+        ours, theirs = getattr(torch.nn, name)(*args, **kw), getattr(T.nn, name)(*args, **kw)
+        assert repr(ours) == repr(theirs), name
+        assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
+               {k: tuple(v.shape) for k, v in theirs.state_dict().items()}, name
+    with pytest.raises(ValueError, match="output size, or a pooling ratio"):
+        torch.nn.FractionalMaxPool2d(2)
+    with pytest.raises(ValueError, match="expected margin to be greater than 0"):
+        torch.nn.TripletMarginWithDistanceLoss(margin=0)
