@@ -321,3 +321,39 @@ def test_addr_errors():
     _raises(lambda T, m, x, y: T.addr(m, x, y, alpha=0.5), np.arange(3), np.arange(2), np.arange(3))
     with pytest.raises(RuntimeError):
         c.addr(c.zeros(2, 3), c.zeros(2), c.zeros(4))
+
+
+# ------------------------------------------------------------------------------------------------ every device
+def _on(device, fn, arrs, rtol=1e-4, atol=1e-5):
+    """fn on ``device`` against torch on cpu: values and the gradient of every input."""
+    w = None
+    outs, grads = [], []
+    for T, dev in ((c, device), (torch, "cpu")):
+        xs = [T.tensor(a, device=dev, requires_grad=True) for a in arrs]
+        out = fn(T, *xs)
+        if w is None:
+            w = np.random.default_rng(0).standard_normal(tuple(out.shape)).astype(np.float32)
+        (out * T.tensor(w, device=dev)).sum().backward()
+        outs.append(out.detach().cpu().numpy())
+        grads.append([np.zeros(a.shape) if x.grad is None else x.grad.cpu().numpy() for x, a in zip(xs, arrs)])
+    np.testing.assert_allclose(outs[0], outs[1], rtol=rtol, atol=atol)
+    for g, r in zip(*grads):
+        np.testing.assert_allclose(g, r, rtol=rtol, atol=atol)
+
+
+def test_on_every_device(device):
+    a = _rand(3, 4)
+    a[0, :2] = 0.0
+    for ord in (2, 1, 0, INF, 3.0, 0.5):
+        _on(device, lambda T, x: T.linalg.vector_norm(x, ord, 1), [a])
+    _on(device, lambda T, x: T.linalg.vector_norm(x * 0, 2, 1), [a])           # the subgradient at zero
+    for ord in ("fro", 1, -INF, "nuc"):
+        _on(device, lambda T, x: T.linalg.matrix_norm(x, ord), [a])
+    _on(device, lambda T, x: T.norm(x, "nuc"), [a])
+    _on(device, lambda T, m, x, y: T.addr(m, x, y, beta=2.0), [_rand(2, 3), _rand(2), _rand(3)])
+    _on(device, lambda T, x: T.linalg.vander(x, N=4), [_rand(3)])
+    _on(device, lambda T, x, y, z: T.linalg.multi_dot([x, y, z]), [_rand(3), _rand(3, 4), _rand(4, 2)])
+    _on(device, lambda T, x, y: T.linalg.cross(x, y), [_rand(2, 3), _rand(2, 3, seed=2)])
+    _on(device, lambda T, x, y: T.linalg.vecdot(x, y), [_rand(2, 3), _rand(2, 3, seed=2)])
+    _on(device, lambda T, x: T.linalg.matrix_power(x, -2), [_rand(3, 3) + 3 * np.eye(3, dtype=np.float32)],
+        rtol=1e-3)
