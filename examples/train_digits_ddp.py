@@ -71,6 +71,7 @@ def main(argv=None):
         sampler.set_epoch(epoch)                  # a new shuffle each epoch, the same on every rank
         model.train()
         total = torch.zeros((), device=device)
+        seen = 0
         for xb, yb in loader:
             xb, yb = xb.to(device), yb.to(device)
             opt.zero_grad()
@@ -79,11 +80,12 @@ def main(argv=None):
             opt.step()
             total += loss.detach()
             step += 1
+            seen += 1
             if args.max_steps and step >= args.max_steps:
                 break
         dist.all_reduce(total, op=dist.ReduceOp.AVG)
         if rank == 0:
-            print(f"epoch {epoch}: mean loss per step {total.item() / max(len(loader), 1):.4f} "
+            print(f"epoch {epoch}: mean loss per step {total.item() / max(seen, 1):.4f} "
                   f"({time.perf_counter() - t0:.1f} s)", flush=True)
         if args.max_steps and step >= args.max_steps:
             break

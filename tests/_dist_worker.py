@@ -285,7 +285,7 @@ def main():
         dev = "cl"
         name = torch.cl.get_device_name(torch.device(dev)) if hasattr(torch.cl, "get_device_name") else dev
         print(f"rank {r} on {os.environ.get('CLTORCH_DEVICE')} {name}", flush=True)
-        ddp(dev, steps=20)
+        ddp(dev, steps=10)
     elif mode == "kill":
         x = torch.ones(4)
         for i in range(1000):

@@ -80,9 +80,9 @@ def test_raising_rank_stops_the_others_naming_it():
 
 
 def test_hung_rank_times_out_naming_where_it_is():
-    rc, out, took = run(2, "hang", env={"DIST_TEST_TIMEOUT": "3"})
+    rc, out, took = run(2, "hang", env={"DIST_TEST_TIMEOUT": "2"})
     assert rc != 0
-    assert "timed out on rank 0 after 3" in out and "rank 1 is past all_reduce #2" in out, out[-3000:]
+    assert "timed out on rank 0 after 2" in out and "rank 1 is past all_reduce #2" in out, out[-3000:]
     assert took < 25          # the sleeping rank would take 30 s; the abort ends the job
 
 
