@@ -363,3 +363,22 @@ def test_returned_grad_is_the_real_gradient():
         np.testing.assert_allclose(_np(g), 2 * out @ _np(x), rtol=1e-5)
         np.testing.assert_allclose(_np(m.weight), w0 - 0.5 * _np(g), rtol=1e-5, atol=1e-6)
     assert step.graphs()
+
+
+def test_fused_chain_forward_backward():
+    xn = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
+    x = torch.from_numpy(xn).to(DEV).requires_grad_()
+
+    def step():
+        x.grad = None
+        _chain(x).sum().backward()
+
+    cf = torch.compile(step)
+    for _ in range(5):
+        cf()
+    (g,) = cf.graphs()
+    eager_n = next(e for e in cf.cache.values() if e.graph is not None).launches_eager
+    assert g.launch_count < eager_n / 2, (g.launch_count, eager_n)      # dead scalar gradients dropped, chains fused
+    xt = T.from_numpy(xn).requires_grad_()
+    _chain(xt).sum().backward()
+    np.testing.assert_allclose(_np(x.grad), xt.grad.numpy(), rtol=1e-5, atol=1e-6)

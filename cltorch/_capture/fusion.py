@@ -40,15 +40,26 @@ def _live_buffers():
     return out
 
 
+def _contig(shape):
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= d
+    return tuple(reversed(st))
+
+
 def _ew(e):
-    """(params, operand list [(kind, st, ct, value, offset)], out buffer, out offset, n) of an eligible launch."""
+    """(params, operands [(kind, st, ct, value, offset, strides)], out buffer, out offset, n, frame) of an eligible
+    launch; ``frame`` is None for the contiguous path, else (collapsed sizes, output strides) of the strided one
+    (each tensor operand's strides are then the last item of its tuple)."""
     if e[0] != "k":
         return None
     src = getattr(e[2], "_cltorch_src", None)
     if src is None or src[0] != "elementwise.cl.mako" or src[1] != "ew":
         return None
     p = src[2]
-    if p.get("rank") != 0 or p.get("run", 1) != 1:
+    rank = p.get("rank")
+    if rank is None or (rank == 0 and p.get("run", 1) != 1):
         return None
     types = p.get("types", ())
     if "bfloat16" in types or "half" in types or p.get("out_type") in ("bfloat16", "half"):
@@ -57,14 +68,27 @@ def _ew(e):
     ops, j = [], 2
     for kind, st, ct in p["operands"]:
         if kind == "t":
-            ops.append(("t", st, ct, args[j], args[j + 1]))
+            ops.append(["t", st, ct, args[j], args[j + 1], None])
             j += 2
         else:
-            ops.append(("s", st, ct, args[j], None))
+            ops.append(["s", st, ct, args[j], None, None])
             j += 1
-    if len(args) != j + 1:
+    n = args[j]
+    nt = sum(1 for o in ops if o[0] == "t")
+    if len(args) != j + 1 + rank + rank * (1 + nt):
         return None
-    return p, ops, args[0], args[1], args[j]
+    frame = None
+    if rank:
+        sizes = tuple(args[j + 1:j + 1 + rank])
+        tail = args[j + 1 + rank:]
+        ostr = tuple(tail[d * (1 + nt)] for d in range(rank))
+        k = 0
+        for o in ops:
+            if o[0] == "t":
+                k += 1
+                o[5] = tuple(tail[d * (1 + nt) + k] for d in range(rank))
+        frame = (sizes, ostr)
+    return p, [tuple(o) for o in ops], args[0], args[1], n, frame
 
 
 def fuse(trace, live=None):
@@ -90,8 +114,38 @@ def fuse(trace, live=None):
         return trace, {i: i for i in range(len(entries))}
     if live is None:
         live = _live_buffers()
+    # dead launches: an elementwise kernel writes only its output; one that nothing reads and no live tensor holds
+    # (e.g. a gradient autograd computed for a Python scalar) is dropped, which can join the chains around it
+    dead = set()
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(entries) - 1, -1, -1):
+            info = infos[i]
+            if info is None or i in dead:
+                continue
+            ob = info[2]
+            if id(ob) not in live and uses.get(id(ob)) == [i] and \
+                    not any(o[0] == "t" and o[3] is ob for o in info[1]):
+                dead.add(i)
+                changed = True
+                for o in info[1]:
+                    if o[0] == "t":
+                        lst = uses.get(id(o[3]))
+                        if lst and i in lst:
+                            lst.remove(i)
+    if dead:
+        keep = [i for i in range(len(entries)) if i not in dead]
+        pos = {old: new for new, old in enumerate(keep)}
+        sub = Trace()
+        sub.entries = [entries[i] for i in keep]
+        sub.checks, sub.unsupported = list(trace.checks), list(trace.unsupported)
+        sub.regions = [(tag, pos[a] if a in pos else len(keep), (pos[b - 1] + 1) if b > a else pos.get(a, 0))
+                       for tag, a, b in trace.regions]
+        fused, remap = fuse(sub, live)
+        return fused, {i: remap[pos[i]] for i in keep}
 
-    groups, cur = [], []
+    groups, cur, gframe = [], [], None
     for i, info in enumerate(infos):
         if info is None:
             if cur:
@@ -100,18 +154,23 @@ def fuse(trace, live=None):
             continue
         if cur:
             last = infos[cur[-1]]
-            p, ops, ob, oo, n = info
-            lp, lops, lob, loo, ln = last
+            p, ops, ob, oo, n, fr = info
+            lp, lops, lob, loo, ln, lfr = last
+            frame = gframe if fr is None else fr
             ok = (entries[i][1] is entries[cur[-1]][1] and n == ln and not lp.get("to_bool")
                   and id(lob) not in live and uses.get(id(lob)) == [cur[-1], i]
                   and any(o[0] == "t" and o[3] is lob for o in ops)
-                  and all(o[4] == loo and o[1] == lp["out_type"] for o in ops if o[0] == "t" and o[3] is lob)
-                  and ob is not lob)
+                  and all(o[4] == loo and o[1] == lp["out_type"] and
+                          (o[5] is None or o[5] == frame[1]) for o in ops if o[0] == "t" and o[3] is lob)
+                  and ob is not lob and _frame_ok(gframe, fr, info, [infos[c] for c in cur]))
             if ok:
                 cur.append(i)
+                if gframe is None:
+                    gframe = fr
                 continue
             groups.append(cur)
         cur = [i]
+        gframe = info[5]
     if cur:
         groups.append(cur)
 
@@ -140,6 +199,28 @@ def fuse(trace, live=None):
     return out, remap
 
 
+def _frame_ok(gframe, fr, info, members):
+    """Whether a launch with frame ``fr`` joins a group whose frame is ``gframe`` (None: all contiguous so far).
+
+    A strided frame is one iteration space for every member: the same collapsed sizes and output strides, which
+    must be contiguous (so a contiguous member's operands are the frame's contiguous strides), and no member on
+    the vector path (its builtins would change to the scalar forms)."""
+    if gframe is None and fr is None:
+        return True
+    frame = gframe if gframe is not None else fr
+    if fr is not None and gframe is not None and fr != gframe:
+        return False
+    sizes, ostr = frame
+    if ostr != _contig(sizes):
+        return False
+    n = 1
+    for d in sizes:
+        n *= d
+    if n != info[4]:
+        return False
+    return all(m[0].get("vw", 0) == 0 for m in members + [info])
+
+
 def _fuse_group(entries, infos, g):
     """The fused launch entry of group ``g`` (entry indices), or None when it cannot be built."""
     from ..ops.elementwise import _NP_SCALAR
@@ -152,24 +233,32 @@ def _fuse_group(entries, infos, g):
         for o in infos[i][1]:
             if o[0] == "t" and o[3] is final_buf and o[4] != final_off:
                 return None          # reads the final output at another offset: not elementwise-safe fused
+    frame = next((infos[i][5] for i in g if infos[i][5] is not None), None)
+    if frame is not None:
+        vector, vw = False, 0
+        cstr = _contig(frame[0])
     spec, fargs, ext = [], [], {}
+    tstrides = []              # per tensor operand of the fused kernel: its strides in the frame
     types = set()
     text = None
     prev_buf = None
     prev_ot = None
     for i in g:
-        p, ops, ob, oo, n = infos[i]
+        p, ops, ob, oo, n, _ = infos[i]
         types.update(p.get("types", ()))
         subst = {}
-        for j, (kind, st, ct, val, off) in enumerate(ops):
+        for j, (kind, st, ct, val, off, strides) in enumerate(ops):
             if kind == "t" and val is prev_buf:
                 subst[j] = f"({text})" if vector else f"(({ct})(({prev_ot})({text})))"
             elif kind == "t":
-                k = (id(val), off, st, ct)
+                if frame is not None and strides is None:
+                    strides = cstr
+                k = (id(val), off, st, ct, strides)
                 if k not in ext:
                     ext[k] = len(spec)
                     spec.append(("t", st, ct))
                     fargs += [val, off]
+                    tstrides.append(strides)
                 subst[j] = f"x{ext[k]}"
             else:
                 subst[j] = f"x{len(spec)}"
@@ -182,6 +271,8 @@ def _fuse_group(entries, infos, g):
     last = infos[g[-1]][0]
     n = infos[g[-1]][4]
     prof = rt.profile
+    if frame is not None:
+        return _strided_launch(rt, spec, fargs, tstrides, frame, last, text, types, final_buf, final_off, n)
     epi = prof.get_value("elementwise", "elems_per_item", 1)
     if vw:
         epi = max(vw, (epi // vw) * vw)
@@ -195,3 +286,28 @@ def _fuse_group(entries, infos, g):
     items = (n + epi - 1) // epi
     gs = ((items + ls - 1) // ls) * ls
     return ("k", rt, k, (gs,), (ls,), (final_buf, final_off, *fargs, n))
+
+
+def _strided_launch(rt, spec, fargs, tstrides, frame, last, text, types, final_buf, final_off, n):
+    """The fused launch on the template's strided path over ``frame`` (sizes, contiguous output strides)."""
+    from ..ops.elementwise import _NP_SCALAR
+    sizes, ostr = frame
+    rank = len(sizes)
+    prof = rt.profile
+    run = prof.get_value("elementwise", "strided_run", 1)
+    ls = prof.get_value("elementwise", "local_size", 64)
+    argd = [None, np.int64]
+    for kind, st, ct in spec:
+        argd += [None, np.int64] if kind == "t" else [_NP_SCALAR[ct]]
+    argd += [np.int64] * (1 + rank + rank * (1 + len(tstrides)))
+    k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=last["out_type"], expr=text,
+                  rank=rank, to_bool=last.get("to_bool", False), types=tuple(sorted(types)), epi=1, vw=0, run=run)
+    tail = list(sizes)
+    for d in range(rank):
+        tail.append(ostr[d])
+        for st in tstrides:
+            tail.append(st[d])
+    inner = sizes[-1]
+    items = (n // inner) * ((inner + run - 1) // run)
+    gs = ((items + ls - 1) // ls) * ls
+    return ("k", rt, k, (gs,), (ls,), (final_buf, final_off, *fargs, n, *tail))
