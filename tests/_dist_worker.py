@@ -192,6 +192,8 @@ def ddp(dev, steps=50, batch=16, bucket_cap_mb=None):
     kw = {} if bucket_cap_mb is None else {"bucket_cap_mb": bucket_cap_mb}
     model = DDP(small_model().to(dev), **kw)
     assert list(model.state_dict())[0].startswith("module.")
+    if bucket_cap_mb is not None:
+        assert len(model._get_bucket_sizes()) >= 3, model._get_bucket_sizes()
     torch.manual_seed(1234)
     ref = small_model().to(dev)                      # rank 0's init, rebuilt locally for the single-process run
     if r == 0:
@@ -279,7 +281,7 @@ def main():
         for dev in sys.argv[2].split(","):
             collectives(dev)
     elif mode == "ddp":
-        ddp(sys.argv[2])
+        ddp(sys.argv[2], bucket_cap_mb=0.004)       # 4 KB buckets: several async reductions overlap backward
         ddp_features(sys.argv[2])
     elif mode == "mixed":
         dev = "cl"
