@@ -14,17 +14,16 @@ def _close(a, b, **kw):
     np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6, equal_nan=True, **kw)
 
 
-def _grads(fn, *arrs, seed=0):
-    """Run fn on cltorch and torch copies of arrs, backward sum(out * w); return (out, grads) of each side."""
-    rng = np.random.default_rng(seed)
+def _grads(fn, *arrs, seed=0, device="cpu"):
+    """Run fn on cltorch (on ``device``) and torch copies of arrs, backward sum(out * w); return (out, grads) of
+    each side, cltorch's moved to cpu."""
     res = []
-    for T in (c, torch):
-        xs = [T.tensor(a, requires_grad=True) for a in arrs]
+    for T, dev in ((c, device), (torch, "cpu")):
+        xs = [T.tensor(a, requires_grad=True, device=dev) for a in arrs]
         out = fn(T, *xs)
-        w = rng.standard_normal(tuple(out.shape)).astype(np.float32) if seed is not None else None
-        rng = np.random.default_rng(seed)
-        (out * T.tensor(w)).sum().backward()
-        res.append((out, [x.grad for x in xs]))
+        w = np.random.default_rng(seed).standard_normal(tuple(out.shape)).astype(np.float32)
+        (out * T.tensor(w, device=dev)).sum().backward()
+        res.append((out.cpu(), [None if x.grad is None else x.grad.cpu() for x in xs]))
     return res
 
 
@@ -89,9 +88,10 @@ def test_index_select_of_a_0d_tensor_is_0d():
 
 # ------------------------------------------------------------------------------------------------ avg_pool2d
 @pytest.mark.parametrize("divisor", [3, -2, 7])
-def test_avg_pool2d_divisor_override_as_given(divisor):
+def test_avg_pool2d_divisor_override_as_given(divisor, device):
     a = np.random.default_rng(3).standard_normal((1, 2, 5, 5)).astype(np.float32)
-    (got, gg), (ref, tg) = _grads(lambda T, x: T.nn.functional.avg_pool2d(x, 3, 2, 1, divisor_override=divisor), a)
+    (got, gg), (ref, tg) = _grads(lambda T, x: T.nn.functional.avg_pool2d(x, 3, 2, 1, divisor_override=divisor), a,
+                                  device=device)
     _close(got, ref)
     _close(gg[0], tg[0])
 
@@ -108,13 +108,13 @@ def test_hinge_embedding_loss_targets_other_than_pm1():
 
 
 # ------------------------------------------------------------------------------------------------ gradients
-def test_clamp_tensor_bounds_min_above_max():
+def test_clamp_tensor_bounds_min_above_max(device):
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((3, 4)) * 2).astype(np.float32)
     lo = rng.standard_normal((3, 4)).astype(np.float32)
     hi = rng.standard_normal((3, 4)).astype(np.float32)
     assert (lo > hi).any() and (lo < hi).any()
-    (got, gg), (ref, tg) = _grads(lambda T, a, l, h: T.clamp(a, l, h), x, lo, hi)
+    (got, gg), (ref, tg) = _grads(lambda T, a, l, h: T.clamp(a, l, h), x, lo, hi, device=device)
     _close(got, ref)
     for g, r in zip(gg, tg):
         _close(g, r)
@@ -148,21 +148,21 @@ def test_index_fill_inplace_with_a_0d_tensor_value_gets_its_gradient():
 
 
 @pytest.mark.parametrize("name", ["fmax", "fmin"])
-def test_fmax_fmin_are_differentiable(name):
+def test_fmax_fmin_are_differentiable(name, device):
     rng = np.random.default_rng(7)
     a = rng.standard_normal((3, 4)).astype(np.float32)
     b = rng.standard_normal((3, 4)).astype(np.float32)
     a[0, 0], b[1, 1], b[2, 2] = np.nan, np.nan, a[2, 2]
-    (got, gg), (ref, tg) = _grads(lambda T, x, y: getattr(T, name)(x, y), a, b)
+    (got, gg), (ref, tg) = _grads(lambda T, x, y: getattr(T, name)(x, y), a, b, device=device)
     assert got.grad_fn is not None
     _close(got, ref)
     for g, r in zip(gg, tg):
         _close(g, r)
 
 
-def test_nan_to_num_is_differentiable():
+def test_nan_to_num_is_differentiable(device):
     a = np.array([1.0, np.nan, np.inf, -np.inf, -2.0], np.float32)
-    (got, gg), (ref, tg) = _grads(lambda T, x: T.nan_to_num(x, nan=0.5, posinf=9.0), a)
+    (got, gg), (ref, tg) = _grads(lambda T, x: T.nan_to_num(x, nan=0.5, posinf=9.0), a, device=device)
     assert got.grad_fn is not None
     _close(got, ref)
     _close(gg[0], tg[0])
