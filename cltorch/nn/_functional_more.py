@@ -239,10 +239,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         lp = lp.double()          # the recursion's 2T log-sum-exps lose ~1e-4 in float32 on long inputs
     dev, dt = lp.device, lp.dtype
     lpe = lp.gather(2, torch.from_numpy(ext).to(dev).unsqueeze(0).expand(T, N, L).contiguous())   # (T, N, L)
-    init = np.full((N, L), _NEG, np.float64)
-    init[:, 0] = 0.0
-    if S > 0:
-        init[:, 1] = 0.0
     alive = np.zeros((N, L), np.float64)
     alive[:, 0] = 1.0
     if S > 0:
