@@ -24,7 +24,13 @@ import sys
 import warnings
 from collections import OrderedDict
 
+import pyopencl as cl
+
+from .. import _dispatch
+from .._storage import Storage
+from .._tensor import Tensor, _no_grad
 from . import trace as _trace
+from .fusion import fuse, _live_buffers
 from .graph import Graph
 
 __all__ = ["CompiledFunction", "compile_fn", "CACHE_SIZE", "reset", "stats"]
@@ -63,7 +69,6 @@ def _is_optimizer(x):
 
 
 def _is_tensor(x):
-    from .._tensor import Tensor
     return isinstance(x, Tensor)
 
 
@@ -258,7 +263,6 @@ class CompiledFunction:
         return rid, self._classified[1]
 
     def _key(self, args, kwargs):
-        from .. import _dispatch
         rid, (mods, opts, loose) = self._objects()
         ms, ts = _walk(mods)
         seen = {id(t) for t in ts}
@@ -276,8 +280,8 @@ class CompiledFunction:
                tuple((id(t._storage), t._shape, t._stride, t.dtype, t.requires_grad, t.grad is None) for t in ts),
                _flags(opts)]
         for o in opts:
-            key.append(tuple(id(v._storage) for st in o.state.values() if isinstance(st, dict)
-                             for v in st.values() if _is_tensor(v) and v._storage.host is None))
+            key.append(tuple(id(v._storage) for st in o.state.values() if st.__class__ is dict
+                             for v in st.values() if isinstance(v, Tensor) and v._storage.host is None))
         return tuple(key), leaves, spec, ms, ts, opts
 
     # ------------------------------------------------------------------ call
@@ -331,7 +335,6 @@ class CompiledFunction:
         raise _Fallback(why, result)
 
     def _capture(self, entry, leaves, spec, ts, opts):
-        from .._tensor import _no_grad
         statics, sleaves = [], []
         for x in leaves:
             if _is_tensor(x):
@@ -355,7 +358,6 @@ class CompiledFunction:
         gver_before = {id(t): (t.grad._storage.version if t.grad is not None else None) for t in ts}
         hyper_before = _hyper(opts)
         sver = [s._storage.version for s, _ in statics]
-        from .fusion import _live_buffers
         live_before = _live_buffers() if entry.prev is not None else set()     # before the run that may be kept
         rec = _trace.Recorder(execute=True)
         handles = self._step_hooks(rec, opts)
@@ -417,7 +419,6 @@ class CompiledFunction:
         entry.launches_eager = tr.launches()
         entry.rederive = bool([1 for i, _ in varying])
         if self.fuse:
-            from .fusion import fuse
             tr, _ = fuse(tr)
         try:
             entry.graph = Graph(tr)
@@ -462,8 +463,6 @@ class CompiledFunction:
     def _outputs(entry):
         """The outputs of a replay, enqueued before it: "r" leaves get a fresh storage that the graph's kernels
         are re-pointed at (one per buffer, so outputs sharing one still do), "c" leaves a copy after it."""
-        from .._storage import Storage
-        from .._tensor import Tensor
         outs, fresh = [], {}
         for leaf in entry.out_leaves:
             kind = leaf[0]
@@ -502,7 +501,6 @@ class CompiledFunction:
 
     # ------------------------------------------------------------------ replay
     def _replay(self, entry, leaves, spec, ts, opts):
-        import pyopencl as cl
         g = entry.graph
         ti = 0
         for x in leaves:
@@ -524,12 +522,10 @@ class CompiledFunction:
                                             src_offset=x._offset * s.dtype.itemsize, dst_offset=off * s.dtype.itemsize)
                             rt.pending = True
                 else:
-                    from .._tensor import _no_grad
                     with _no_grad():
                         s.copy_(x)
         for p, eg in entry.entry_grads:
             if p.grad is not eg:
-                from .._tensor import _no_grad
                 with _no_grad():
                     eg.copy_(p.grad)
         if entry.regions and (entry.rederive or _hyper(opts) != entry.hyper):
@@ -587,9 +583,6 @@ class CompiledFunction:
 
 def _copy_out(buf, off, shape, stride, dtype, device):
     """A new tensor holding a copy of the captured output's elements (its strides kept)."""
-    import pyopencl as cl
-    from .._storage import Storage
-    from .._tensor import Tensor
     extent = 1
     for s, st in zip(shape, stride):
         if s == 0:
