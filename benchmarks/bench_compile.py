@@ -8,7 +8,7 @@ eager, side by side in one run; and the kernel count of a compiled 30-op pointwi
   and compiled. The digits model is built with ``dropout=0``: a dropout mask's random-number offset changes
   every call, which makes compile fall back to eager (see README).
 - a 30-op pointwise chain on 1,000 floats (``sin, *1.01, +0.25`` ten times) under ``no_grad``: kernels per
-  compiled call against 30 eager launches, and the time per call.
+  compiled call against 30 eager launches, and the time per call; and the same chain's forward and backward.
 
 Steps are queued back to back with one device sync per timed batch; the sides alternate in rounds (medians).
 The compiled sides are warmed up past their captures (an eager call, two captured calls) before timing.
@@ -146,6 +146,23 @@ def run(quick=False, device="cl:0", rounds=None, out=print):
     med = {k: A.median(v) * 1e6 for k, v in res.items()}
     rows.append(A.case("compiled 30-op pointwise chain (1,000 floats, no_grad): kernels per call", "kernels", n,
                        {"eager": 30}, None, "", "<= 3 kernels", n <= 3,
+                       note=f"per call: compiled {med['compiled']:.0f} us, eager {med['eager']:.0f} us "
+                            f"({med['eager'] / med['compiled']:.1f}x)"))
+    # forward + backward of the same chain (x requires grad): dead scalar gradients dropped, chains fused
+    xg = cltorch.randn(1000, device=device).requires_grad_()
+
+    def fb():
+        xg.grad = None
+        chain(xg).sum().backward()
+    cfb = cltorch.compile(fb)
+    for _ in range(WARM):
+        cfb()
+    entry = next(e for e in cfb.cache.values() if e.graph is not None)
+    res = A.interleaved({"eager": (fb, cltorch.cl.synchronize), "compiled": (cfb, cltorch.cl.synchronize)},
+                        rounds=rounds, target_s=target / 2, warmup=1)
+    med = {k: A.median(v) * 1e6 for k, v in res.items()}
+    rows.append(A.case("compiled 30-op chain forward + backward: kernels per call", "kernels", entry.graph.launch_count,
+                       {"eager": entry.launches_eager}, None, "", "print", None,
                        note=f"per call: compiled {med['compiled']:.0f} us, eager {med['eager']:.0f} us "
                             f"({med['eager'] / med['compiled']:.1f}x)"))
     return rows

@@ -15,9 +15,14 @@ Per guard signature (see :meth:`CompiledFunction._key`) a call goes through four
    inside the function. Scalars inside an optimizer's ``step`` (lr, bias corrections from the step count) may
    vary: they are re-derived per replay by running that step's Python in a dry run that records the
    arguments it would launch with, without launching (its step counters advance as in eager).
-4. **replay**: new inputs are copied into the static input buffers, the trace (fused, see ``fusion``) is
-   enqueued, the parameters' ``.grad`` are set to the tensors the capture left there (whose buffers the replay
-   writes), and tensor outputs are returned as fresh copies (a later replay overwrites the captured ones).
+4. **replay**: the kernels are re-pointed at the new inputs' buffers (or the inputs are copied into the static
+   ones), the trace (fused, see ``fusion``) is enqueued, the parameters' ``.grad`` are set to the tensors the
+   capture left there (whose buffers the replay writes), and tensor outputs are fresh tensors (the kernels that
+   write them are re-pointed at a new buffer per call, or the result is copied), so a later replay never
+   overwrites them; outputs that are parameters, gradients or optimizer states are those tensors.
+
+A step that creates state on its first call (an optimizer's moments) changes its own guards, so a training
+step replays from its fifth call: eager, eager (the new signature's warm-up), capture, capture, replay.
 """
 import functools
 import sys
