@@ -47,7 +47,8 @@ from .ops.lapack_api import (svd_legacy as svd, qr_legacy as qr, det, logdet, sl
                               cholesky_legacy as cholesky, cholesky_inverse, cholesky_solve, lu_legacy as lu,
                               lu_solve_legacy as lu_solve, lu_unpack, triangular_solve, pinverse, geqrf,
                               ormqr, orgqr, pca_lowrank, svd_lowrank, matrix_exp)
-from .linalg._products import addr  # noqa: E402,F401
+from .linalg._products import (addr, chain_matmul, frobenius_norm, nuclear_norm, matrix_power,  # noqa: E402,F401
+                               vander_torch as vander)
 _tensor.set_reducer(lambda t: serialization._reduce_tensor(t))   # how Tensors pickle, set from above floor 4
 from . import nn, optim, utils, cuda, backends, accelerator
 from .nn._functional_more import grid_sampler, grid_sampler_2d, grid_sampler_3d  # noqa: E402,F401

@@ -357,3 +357,43 @@ def test_on_every_device(device):
     _on(device, lambda T, x, y: T.linalg.vecdot(x, y), [_rand(2, 3), _rand(2, 3, seed=2)])
     _on(device, lambda T, x: T.linalg.matrix_power(x, -2), [_rand(3, 3) + 3 * np.eye(3, dtype=np.float32)],
         rtol=1e-3)
+
+
+# ------------------------------------------------------------------------------------------------ legacy torch.*
+def test_torch_vander():
+    a = np.array([1.0, -2.0, 0.0, 3.0], np.float32)
+    # torch.vander's own backward fails (an in-place cumprod_), so torch's side is linalg.vander, flipped
+    _run(lambda T, x: T.vander(x) if T is c else T.linalg.vander(x).flip(-1), [a])
+    _run(lambda T, x: T.vander(x, 3, True) if T is c else T.linalg.vander(x, N=3), [a])
+    _run(lambda T, x: T.vander(x, 3), [a], grad=False)
+    _run(lambda T, x: T.vander(x, N=1), [a], grad=False)
+    _run(lambda T, x: T.vander(x, N=0), [a], grad=False)
+    for arr in (np.arange(3, dtype=np.int32), np.array([True, False])):
+        _run(lambda T, x: T.vander(x), [arr], grad=False)
+    _raises(lambda T, x: T.vander(x), _rand(2, 2))
+    _raises(lambda T, x: T.vander(x, N=-1), a)
+
+
+def test_chain_matmul_frobenius_nuclear():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # torch.chain_matmul is deprecated in torch
+        _run(lambda T, x, y, z: T.chain_matmul(x, y, z), [_rand(2, 3), _rand(3, 4), _rand(4, 2)])
+        _run(lambda T, x: T.chain_matmul(x), [_rand(2, 3)])
+        _raises(lambda T, x, y: T.chain_matmul(x, y), _rand(3), _rand(3, 2))
+        with pytest.raises(RuntimeError, match="Expected one or more matrices"):
+            c.chain_matmul()
+    _run(lambda T, x: T.frobenius_norm(x, (0, 2)), [_rand(2, 3, 4)])
+    _run(lambda T, x: T.frobenius_norm(x, 1, True), [_rand(2, 3, 4)])
+    _raises(lambda T, x: T.frobenius_norm(x, (0, 1, 2)), _rand(2, 3, 4))
+    _run(lambda T, x: T.nuclear_norm(x), [_rand(3, 4, dtype=np.float64)], rtol=1e-7)
+    _run(lambda T, x: T.nuclear_norm(x, True), [_rand(3, 4, dtype=np.float64)], rtol=1e-7)
+    _run(lambda T, x: T.nuclear_norm(x, (0, 2)), [_rand(3, 2, 4, dtype=np.float64)], rtol=1e-7)
+
+
+def test_legacy_methods():
+    _run(lambda T, x, y: x.vdot(y), [_rand(4), _rand(4, seed=2)])
+    _run(lambda T, x: x.matrix_power(3), [_rand(3, 3)])
+    _run(lambda T, x: T.matrix_power(x, -1), [_rand(3, 3, dtype=np.float64) + 3 * np.eye(3)], rtol=1e-7)
+    _run(lambda T, m, x, y: (m * 1).addr_(x, y, beta=0.5, alpha=2.0), [_rand(2, 3), _rand(2), _rand(3)])
+    _raises(lambda T, m, x, y: m.addr_(x, y), _rand(3), _rand(2), _rand(3))

@@ -15,6 +15,7 @@ from .._tensor import Tensor
 from ..ops._util import method
 from ..ops.reductions import vector_norm as _vector_norm, matrix_norm, _ord_text, _scalar_name as _cap
 from ..ops.lapack import svdvals
+from ..ops.linalg import vdot as _vdot
 from ..ops.lapack_api import inv, inv_ex, solve
 from ..ops.shape_ops import cross as _cross
 from ..ops.views import diagonal as _diagonal
@@ -359,4 +360,77 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):  # noqa: A002
     return o + (x if beta == 1 else x * beta)
 
 
+def _addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    """In-place ``addr``: ``self`` must already have the result's shape ``(n, m)``."""
+    if self.dim() != 2:
+        raise RuntimeError(f"2D tensor expected, got {self.dim()}D tensor for input")
+    r = addr(self.clone(), vec1, vec2, beta=beta, alpha=alpha)      # the graph keeps the clone, not self
+    if tuple(r._shape) != tuple(self._shape):
+        raise RuntimeError(f"addr_: the result's shape {list(r._shape)} differs from self's {list(self._shape)}")
+    return self.copy_(r)
+
+
+# ------------------------------------------------------------------------------------------------ legacy torch.*
+def vander_torch(x, N=None, increasing=False):
+    """``torch.vander(x, N=None, increasing=False)``: for 1-D ``x`` of n entries, the (n, N) matrix of powers
+    ``x^(N-1), ..., x, 1`` (``x^0 ... x^(N-1)`` with ``increasing``); N defaults to n, N=0 gives (n, 0). Integer
+    and bool input give int64. RuntimeError for input that is not 1-D or N < 0."""
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x._shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    xv = x if x.dtype.is_floating_point else x.to(D.int64)
+    from ..ops.joins import stack
+    if n == 0:
+        return xv.new_zeros((x._shape[0], 0))
+    cols, col = [xv.new_ones(xv._shape)], xv
+    for _ in range(n - 1):
+        cols.append(col)
+        col = col * xv
+    if not increasing:
+        cols.reverse()
+    return stack(cols, 1)
+
+
+def chain_matmul(*matrices, out=None):
+    """``torch.chain_matmul(*matrices)`` (deprecated in PyTorch for ``linalg.multi_dot``): the product of 2-D
+    matrices in the cheapest order; one matrix gives a copy. RuntimeError for none or a non-2-D matrix."""
+    if out is not None:
+        raise NotImplementedError("chain_matmul: out= is not supported")
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(matrices)
+
+
+def frobenius_norm(input, dim, keepdim=False, *, out=None):  # noqa: A002
+    """``torch.frobenius_norm(input, dim, keepdim=False)``: the 2-norm over at most two dims (``vector_norm``)."""
+    if out is not None:
+        raise NotImplementedError("frobenius_norm: out= is not supported")
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions instead.")
+    return _vector_norm(input, 2, dims, keepdim)
+
+
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
+    """``torch.nuclear_norm(input, keepdim=False)`` or ``(input, dim, keepdim=False)``: ``matrix_norm(input,
+    'nuc', dim)``, over the last two dims when ``dim`` is not given."""
+    if out is not None:
+        raise NotImplementedError("nuclear_norm: out= is not supported")
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim)
+
+
 method("addr", addr)
+method("addr_", _addr_)
+method("matrix_power", matrix_power)
+method("vdot", lambda self, other: _vdot(self, other))
