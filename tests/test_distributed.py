@@ -115,9 +115,11 @@ def test_single_process_world_and_api():
         dist.get_rank()
     with pytest.raises(ValueError, match="backend 'xyz' is not provided"):
         dist.init_process_group("xyz")
+    had_rank = "RANK" in os.environ
     dist.init_process_group("gloo", timeout=timedelta(seconds=30))
     try:
         assert dist.is_initialized() and dist.get_rank() == 0 and dist.get_world_size() == 1
+        assert os.environ["LOCAL_RANK"] == "0" and dist.get_node_local_rank() == 0
         assert dist.get_backend() == "mpi"
         with pytest.raises(RuntimeError, match="twice"):
             dist.init_process_group("mpi")
@@ -136,9 +138,33 @@ def test_single_process_world_and_api():
             dist.TCPStore()
         w = dist.barrier(async_op=True)
         assert w.wait() and w.is_completed()
+        # objects and the remaining collectives at world size 1
+        objs = [None, 3]
+        dist.broadcast_object_list(objs, src=0)
+        assert objs == [None, 3]
+        out = [None]
+        dist.gather_object({"a": 1}, out, dst=0)
+        assert out == [{"a": 1}]
+        so = [None]
+        dist.scatter_object_list(so, ["x"], src=0)
+        assert so == ["x"]
+        y = cltorch.zeros(3)
+        dist.reduce_scatter(y, [cltorch.tensor([1.0, 2.0, 3.0])], op=dist.ReduceOp.MAX)
+        np.testing.assert_array_equal(y.numpy(), [1, 2, 3])
+        outs = [cltorch.zeros(2)]
+        dist.all_to_all(outs, [cltorch.tensor([4.0, 5.0])])
+        np.testing.assert_array_equal(outs[0].numpy(), [4, 5])
+        h = cltorch.from_numpy(np.array([1.0, 2.0], np.float16))      # (PoCL has no fp16 kernels)
+        dist.all_reduce(h, op=dist.ReduceOp.AVG)
+        np.testing.assert_array_equal(h.numpy().astype(np.float32), [1, 2])
+        b = cltorch.tensor([True, False])
+        dist.all_reduce(b)
+        np.testing.assert_array_equal(b.numpy(), [True, False])
+        dist.monitored_barrier(timeout=timedelta(seconds=5))
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()
+    assert had_rank or "RANK" not in os.environ
 
 
 def test_ddp_needs_a_process_group():

@@ -117,8 +117,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     environment variables, when set, must agree with MPI's (ValueError otherwise: e.g. a script started by
     ``torchrun`` instead of an MPI launcher). ``backend`` may be "mpi", None, "gloo", "nccl" or "cpu:gloo,cuda:nccl"
     style strings: every group runs on MPI (get_backend() answers "mpi"). ``timeout`` (a timedelta; default 30
-    min) bounds every collective of the group. Sets ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (this host's
-    rank among its peers) in ``os.environ`` where they are unset.
+    min) bounds every collective of the group. Sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` (this host's
+    rank among its peers) and ``LOCAL_WORLD_SIZE`` in ``os.environ`` where they are unset (until
+    ``destroy_process_group``).
 
     Raises RuntimeError when already initialized or when mpi4py is missing; ValueError for an unknown backend or
     a rank/world size that disagrees with MPI's.
@@ -153,10 +154,10 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     _state["hook"] = install_excepthook(watch)
     GroupMember.WORLD = group.WORLD = pg
     local = watch.local.index(r) if r in watch.local else 0
-    os.environ.setdefault("RANK", str(r))
-    os.environ.setdefault("WORLD_SIZE", str(n))
-    os.environ.setdefault("LOCAL_RANK", str(local))
-    os.environ.setdefault("LOCAL_WORLD_SIZE", str(len(watch.local)))
+    env = {"RANK": r, "WORLD_SIZE": n, "LOCAL_RANK": local, "LOCAL_WORLD_SIZE": len(watch.local)}
+    _state["env_set"] = [k for k in env if k not in os.environ]      # removed again by destroy_process_group
+    for k in _state["env_set"]:
+        os.environ[k] = str(env[k])
     _write_pid_file(r)
     from ._collectives import barrier
     barrier()
@@ -216,7 +217,9 @@ def destroy_process_group(group=None):
         import sys
         if _state["hook"] is not None:
             sys.excepthook = _state["hook"]
-        _state.update(world=None, watch=None, groups=[], hook=None)
+        for k in _state.get("env_set", ()):
+            os.environ.pop(k, None)
+        _state.update(world=None, watch=None, groups=[], hook=None, env_set=[])
         GroupMember.WORLD = group_world_reset()
     else:
         pg.free()
