@@ -382,3 +382,15 @@ def test_fused_chain_forward_backward():
     xt = T.from_numpy(xn).requires_grad_()
     _chain(xt).sum().backward()
     np.testing.assert_allclose(_np(x.grad), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_returning_an_argument_and_a_view_of_it():
+    cf = torch.compile(lambda t: (t, t[1:] * 2, t[:2]))
+    for i in range(6):
+        t = torch.arange(4, dtype=torch.float32, device=DEV) + i
+        a, b, c = cf(t)
+        tn = np.arange(4, dtype=np.float32) + i
+        np.testing.assert_array_equal(_np(a), tn)
+        np.testing.assert_array_equal(_np(b), tn[1:] * 2)
+        np.testing.assert_array_equal(_np(c), tn[:2])
+    assert cf.graphs()

@@ -444,6 +444,7 @@ class CompiledFunction:
         state_bufs = {id(t._storage.buf) for t in state if t._storage.buf is not None}
         entry.out_spec = ospec
         static_bufs = {id(s._storage.buf) for s, _ in statics}
+        static_slots = {id(b): slot for b, _, _, _, slot in entry.statics if slot is not None}
         leaves_out = []
         for o in oleaves:
             if not _is_tensor(o):
@@ -457,7 +458,10 @@ class CompiledFunction:
                 if slot is not None:     # made by the capture, used only by preset kernels: a fresh buffer per call
                     leaves_out.append(("r", slot, st.size, o._offset, o._shape, o._stride, o.dtype, o.device))
                 else:
-                    leaves_out.append(("c", st.buf, o._offset, o._shape, o._stride, o.dtype, o.device))
+                    # a static argument's buffer (an argument returned, or a view of one) is read where the
+                    # kernels were last pointed: the slot's current buffer
+                    src = static_slots.get(id(st.buf)) or [st.buf]
+                    leaves_out.append(("c", src, o._offset, o._shape, o._stride, o.dtype, o.device))
         entry.out_leaves = leaves_out
         entry.prev = None
         entry.stage = 3
@@ -586,8 +590,10 @@ class CompiledFunction:
         return [e.reason for e in self.cache.values() if e.reason is not None]
 
 
-def _copy_out(buf, off, shape, stride, dtype, device):
-    """A new tensor holding a copy of the captured output's elements (its strides kept)."""
+def _copy_out(src, off, shape, stride, dtype, device):
+    """A new tensor holding a copy of the captured output's elements (its strides kept); ``src`` is a one-item
+    list holding the buffer to read (a slot's current buffer for arguments)."""
+    buf = src[0]
     extent = 1
     for s, st in zip(shape, stride):
         if s == 0:
