@@ -53,6 +53,7 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=0, help="DataLoader worker processes per rank")
     args = ap.parse_args(argv)
 
     dist.init_process_group("mpi")
@@ -62,7 +63,8 @@ def main(argv=None):
     x_tr, x_te, y_tr, y_te = load_digits_split(args.seed)
     train = TensorDataset(torch.from_numpy(x_tr), torch.from_numpy(y_tr))
     sampler = DistributedSampler(train, num_replicas=world, rank=rank, shuffle=True, seed=args.seed)
-    loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler, drop_last=True,
+                        num_workers=args.workers)
 
     model = DDP(DigitsCNN().to(device))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)

@@ -8,7 +8,7 @@ import os
 from datetime import timedelta
 
 from ._mpi import available, mpi
-from ._types import Backend, DistBackendError, GroupMember, default_pg_timeout, group
+from ._types import Backend, GroupMember, default_pg_timeout, group
 
 __all__ = ["ProcessGroup", "init_process_group", "destroy_process_group", "is_initialized", "is_available",
            "is_mpi_available", "get_rank", "get_world_size", "get_backend", "new_group", "get_group_rank",
