@@ -397,3 +397,12 @@ def test_legacy_methods():
     _run(lambda T, x: T.matrix_power(x, -1), [_rand(3, 3, dtype=np.float64) + 3 * np.eye(3)], rtol=1e-7)
     _run(lambda T, m, x, y: (m * 1).addr_(x, y, beta=0.5, alpha=2.0), [_rand(2, 3), _rand(2), _rand(3)])
     _raises(lambda T, m, x, y: m.addr_(x, y), _rand(3), _rand(2), _rand(3))
+
+
+def test_vector_norm_bfloat16_accumulates_in_float():
+    a = _rand(3, 40) * 30
+    x, t = c.tensor(a).to(c.bfloat16), torch.tensor(a).bfloat16()
+    for ord, dim in ((2, None), (1, 1), (INF, 0), (3.0, 1)):
+        got, ref = c.linalg.vector_norm(x, ord, dim), torch.linalg.vector_norm(t, ord, dim)
+        assert got.dtype is c.bfloat16
+        np.testing.assert_allclose(got.float().numpy(), ref.float().numpy(), rtol=1e-2)

@@ -1,7 +1,8 @@
 """Reductions over any set of dims, each registered with its dtype rule and derivative.
 
 sum, mean, prod, max/min (values and first-index indices), amax, amin, argmax, argmin, all, any, var and
-std (``correction``), norm (p = 1, 2, inf, other), logsumexp (stable, -inf safe), count_nonzero. All
+std (``correction``), the vector norm (registered, with PyTorch's subgradients) and the matrix norms under
+``torch.norm`` and ``torch.linalg``, logsumexp (stable, -inf safe), count_nonzero. All
 run through the one reduction template (``reduction.reduce``). Integer and bool sums and products
 accumulate in int64, as PyTorch's do; float32 accumulates in float32 in interleaved partials.
 
@@ -82,7 +83,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
 def _mean_fwd(ctx, x, dim, keepdim, dtype):
     if dtype is None and not x.dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
-                           f"complex dtype. Got: {x.dtype.name.capitalize()}")
+                           f"complex dtype. Got: {_scalar_name(x.dtype)}")
     acc = D.to_dtype(dtype) if dtype is not None else x.dtype
     dims = normalize_dims(dim, x.dim())
     if ctx is not None:
@@ -460,7 +461,10 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
         if empty:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on an empty tensor "
                                "because the operation does not have an identity")
-    return call(_vector_norm_op, x, float(ord) if not isinstance(ord, int) else ord, dims, keepdim)
+    ord = float(ord) if not isinstance(ord, int) else ord
+    if x.dtype is D.float16 or x.dtype is D.bfloat16:     # accumulate in float32, as PyTorch does; round once
+        return call(_vector_norm_op, x.to(D.float32), ord, dims, keepdim).to(x.dtype)
+    return call(_vector_norm_op, x, ord, dims, keepdim)
 
 
 def _matrix_norm_checks(A, dim, dtype, what="linalg.matrix_norm"):
