@@ -87,10 +87,10 @@ class Storage:
         if self.host is not None:
             if self._hostbuf is None:
                 self.align_host()
-            st = Storage(self.device, dtype, nbytes // dtype.itemsize, host=self.host.view(dtype.np), rt=self._rt)
+            st = _Alias(self.device, dtype, nbytes // dtype.itemsize, host=self.host.view(dtype.np), rt=self._rt)
             st.exposed = self.exposed
         else:
-            st = Storage(self.device, dtype, nbytes // dtype.itemsize, buf=self.buf, rt=self._rt)
+            st = _Alias(self.device, dtype, nbytes // dtype.itemsize, buf=self.buf, rt=self._rt)
         st._alias_of = self
         return st
 
@@ -199,6 +199,26 @@ class Storage:
             import pyopencl as cl
             cl.enqueue_copy(self._rt.queue, self.buf, array, dst_offset=offset * self.dtype.itemsize,
                             is_blocking=True)
+
+
+class _Alias(Storage):
+    """A storage reinterpreting another's memory (``Storage.alias``); it shares that storage's version counter, so
+    an in-place write through ``z.real`` is seen by autograd's checks on z."""
+
+    __slots__ = ()
+
+    @property
+    def version(self):
+        return self._alias_of.version
+
+    @version.setter
+    def version(self, v):
+        try:
+            base = self._alias_of
+        except AttributeError:      # Storage.__init__ sets version before _alias_of
+            return
+        if base is not None:
+            base.version = v
 
 
 _addressof, _c_char = ctypes.addressof, ctypes.c_char

@@ -240,3 +240,30 @@ def test_exp_log_sqrt_pow(device):
     assert z.type() == "torch.ComplexFloatTensor"
     for got, ref in _grads(lambda x: (x.exp() * x.log()).sqrt(), lambda x: (x.exp() * x.log()).sqrt(), (a,), device):
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_through_real_and_imag_views_under_autograd(device):
+    a = _rand(3, 15)
+    wgt = np.random.default_rng(16).standard_normal((3, 2)).astype(np.float32)
+    grads = []
+    for lib, dev in ((torch, None), (cltorch, device)):
+        kw = {} if dev is None else {"device": dev}
+        z = lib.tensor(a, requires_grad=True, **kw)
+        w = z * 1
+        w.real.mul_(3)
+        w.imag.add_(lib.view_as_real(w)[:, 0])
+        (lib.view_as_real(w) * lib.tensor(wgt, **kw)).sum().backward()
+        grads.append((_np(w) if lib is cltorch else w.detach().numpy(), _np(z.grad) if lib is cltorch
+                      else z.grad.numpy()))
+        with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+            z.real.mul_(2)
+    np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-6)
+    np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-6)
+    # the alias shares the version counter: a write through .real invalidates what saved z
+    z = cltorch.tensor(a, requires_grad=True)
+    w = z * 1
+    y = w * w
+    w.real.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        cltorch.view_as_real(y).sum().backward()

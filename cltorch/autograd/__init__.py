@@ -253,6 +253,28 @@ def inplace_rebase(self, fn, opname):
     base = self._base
     if base is not None and base.is_leaf and base.requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    link = (base if base is not None else self).__dict__.get("_complex_of")   # self views view_as_real(link)
+    if link is not None:
+        if link.is_leaf and link.requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        if link._base is not None:
+            raise NotImplementedError("an in-place op on the real view of a complex view, under autograd: apply it "
+                                      "to the real view of the complex tensor itself")
+        res = inplace_rebase_real(self, fn, opname, base)
+        c = call(_vc_op(), base if base is not None else self)      # link's values, through the rebased real view
+        link.grad_fn, link._output_nr, link._requires_grad = c.grad_fn, c._output_nr, c._requires_grad
+        return res
+    return inplace_rebase_real(self, fn, opname, base)
+
+
+def _vc_op():
+    from ..ops.complex import _vc_op as v
+    return v
+
+
+def inplace_rebase_real(self, fn, opname, base):
+    """inplace_rebase's work once the leaf checks passed (see there)."""
     from ..ops.views import _copy_into, as_strided, _strided_op
     src = call(_clone_op(), self) if self.requires_grad else self.detach()
     r = fn(src)

@@ -67,7 +67,9 @@ def complex_view(x):
 def _vr_fwd(ctx, z):
     if not z.dtype.is_complex:
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    return real_view(z)
+    v = real_view(z)
+    v.__dict__["_complex_of"] = z       # an in-place op through v re-links z's graph (autograd.inplace_rebase)
+    return v
 
 
 def _as_complex_grad(g):
