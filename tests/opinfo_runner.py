@@ -141,6 +141,21 @@ def _dtype_to_cl(d):
     return d
 
 
+def _is_partial_view(x):
+    """A float view into a larger storage (as_strided.partial_views): its storage matters, not only its values."""
+    return (x._base is not None and x.dtype.is_floating_point and not x.is_complex()
+            and x.untyped_storage().nbytes() > x.numel() * x.element_size())
+
+
+def _partial_view(x, device):
+    """The same view (shape, strides, offset) of a cltorch copy of x's whole storage."""
+    import torch
+    n = x.untyped_storage().nbytes() // x.element_size()
+    base = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), 0, (n,), (1,)).detach()
+    b = cltorch.from_numpy(base.numpy().copy()).to(device)
+    return b.as_strided(tuple(x.shape), tuple(x.stride()), x.storage_offset())
+
+
 def to_cl(x, device, leaves):
     """torch objects in a sample -> cltorch objects on ``device``; tensors requiring grad are recorded in
     ``leaves`` as (torch tensor, cltorch tensor)."""
@@ -148,8 +163,11 @@ def to_cl(x, device, leaves):
     if isinstance(x, torch.Tensor):
         if x.layout != torch.strided:
             raise NotImplementedError(f"sample has a {x.dtype} {x.layout} tensor")
-        arr = x.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
-        t = cltorch.from_numpy(arr).to(device) if arr.ndim else cltorch.tensor(arr, device=device)
+        if _is_partial_view(x):
+            t = _partial_view(x, device)
+        else:
+            arr = x.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
+            t = cltorch.from_numpy(arr).to(device) if arr.ndim else cltorch.tensor(arr, device=device)
         if x.dtype == torch.bool and t.dtype != cltorch.bool:
             t = t.to(cltorch.bool)
         if x.requires_grad:

@@ -313,3 +313,24 @@ def test_native_norms_and_aten_names():
     go = torch.randn(out.shape)
     ref = torch.ops.aten.max_pool2d_with_indices_backward(go, xi, [3, 3], [2, 2], [0, 0], [1, 1], False, ind)
     same(A.max_pool2d_with_indices_backward.default(C(go), C(xi), [3, 3], [2, 2], [0, 0], [1, 1], False, C(ind)), ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_as_strided_partial_views_values_and_gradient(device):
+    base = torch.randn(20)
+    cbase = C(base, device)
+    for off in (None, 0, 10, 3):
+        x = base[5:15]
+        cx = cbase[5:15]
+        kw = {} if off is None else {"storage_offset": off}
+        same(cx.as_strided((2, 2), (1, 2), **kw), x.as_strided((2, 2), (1, 2), **kw))
+    x = torch.randn(3, 4, requires_grad=True)
+    cx = C(x, device).requires_grad_()
+    for args in (((2, 2), (1, 1), 1), ((3, 2), (4, 2), 0), ((2, 3), (0, 1), 5)):     # overlapping, strided, broadcast
+        ref = x.as_strided(*args)
+        got = cx.as_strided(*args)
+        same(got, ref)
+        w = torch.randn(ref.shape)
+        gx, = torch.autograd.grad((ref * w).sum(), x)
+        cg, = cltorch.autograd.grad((got * C(w, device)).sum(), cx)
+        same(cg, gx, rtol=1e-5, atol=1e-6)

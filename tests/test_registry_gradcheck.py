@@ -242,6 +242,9 @@ SAMPLES = {
     "clone": [(torch.clone, [U(*S)]), (lambda x: x.t().contiguous(), [U(*S)])],
     "to_copy": [(_other_device, [U(*S)])],
     "as_strided_scatter": [(_setitem_nonleaf, [U(3, 3), U(2)])],
+    "as_strided": [(lambda x: x.as_strided((2, 2), (1, 1), 1), [U(*S)]),           # overlapping windows
+                   (lambda x: x.as_strided((2, 2), (1, 2)), [U(*S)]),
+                   (lambda x: x[1:].as_strided((2,), (1,), 4), [U(*S)])],     # an offset inside a view
     # --- softmax, norms, losses, attention
     "softmax": [(lambda x: F.softmax(x, 1), [U(*S)]), (lambda x: F.log_softmax(x, 0), [U(*S)])],
     "layer_norm": [(lambda x, w, b: F.layer_norm(x, (3,), w, b), [U(*S), U(3), U(3)]),

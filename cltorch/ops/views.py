@@ -364,12 +364,57 @@ def select(x, dim, index):
                         x._offset + index * x._stride[d], lambda t, d=d, i=index: select(t, d, i))
 
 
+def _geom_index(shape, stride, off, device):
+    """The storage index of every element of the geometry (shape, stride, off): an int64 tensor of that shape."""
+    from .creation import arange, full
+    idx = full(tuple(shape), off, dtype=D.int64, device=device)
+    for d, (n, st) in enumerate(zip(shape, stride)):
+        if n > 1 and st:
+            view = [1] * len(shape)
+            view[d] = n
+            idx = idx + (arange(n, device=device) * st).reshape(view)
+    return idx
+
+
+def _extent(shape, stride, off):
+    return off + sum((n - 1) * st for n, st in zip(shape, stride)) + 1 if all(shape) else off
+
+
+def _as_strided_fwd(ctx, x, size, stride, off):
+    if ctx is not None:
+        ctx.geom = (x._shape, x._stride, x._offset, size, stride, off)
+    return x._view(size, stride, off)
+
+
+def _as_strided_bwd(ctx, g):
+    """PyTorch's as_strided backward over the storage: the output's gradient is summed into a zero buffer at the
+    storage positions the output reads (index_add: overlapping outputs add), then read back at the positions of
+    the input's own geometry, so input and output may start at different storage offsets. Storage elements
+    outside the input's own geometry (as_strided of a view reaching into its base) get no gradient, unlike PyTorch,
+    which differentiates with respect to the base."""
+    from .creation import zeros
+    ishape, istride, ioff, oshape, ostride, ooff = ctx.geom
+    if g.numel() == 0 or not all(ishape):
+        return zeros(ishape, dtype=g.dtype, device=g.device), None, None, None
+    lo = min(ioff, ooff)
+    hi = max(_extent(ishape, istride, ioff), _extent(oshape, ostride, ooff))
+    buf = zeros((hi - lo,), dtype=g.dtype, device=g.device)
+    buf = buf.index_add(0, _geom_index(oshape, ostride, ooff - lo, g.device).reshape(-1), g.reshape(-1))
+    gi = buf.index_select(0, _geom_index(ishape, istride, ioff - lo, g.device).reshape(-1))
+    return gi.reshape(ishape), None, None, None
+
+
+_as_strided_op = register("as_strided", _as_strided_fwd, _as_strided_bwd)
+
+
 def as_strided(x, size, stride, storage_offset=None):
-    """A view with explicit geometry over x's storage (offset defaults to x's)."""
+    """A view with explicit geometry (size, stride, storage_offset in elements of the whole storage; the offset
+    defaults to x's) over x's storage. Its gradient follows the storage, as PyTorch's (see _as_strided_bwd)."""
     off = x._offset if storage_offset is None else storage_offset
     size, stride = tuple(size), tuple(stride)
-    return strided_view(x, size, stride, off, lambda t, a=size, b=stride, o=off - x._offset:
-                        as_strided(t, a, b, t._offset + o))
+    if any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
+    return call(_as_strided_op, x, size, stride, off)
 
 
 def diagonal(x, offset=0, dim1=0, dim2=1):
