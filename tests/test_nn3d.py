@@ -433,3 +433,16 @@ def test_new_modules_repr_and_state_dict_match_torch():
         torch.nn.FractionalMaxPool2d(2)
     with pytest.raises(ValueError, match="expected margin to be greater than 0"):
         torch.nn.TripletMarginWithDistanceLoss(margin=0)
+
+
+def test_double_backward_of_3d_pooling_and_sampling():
+    rng = np.random.default_rng(18)
+    x = torch.tensor(rng.standard_normal((1, 1, 3, 4, 3)), requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda t: F.max_pool3d(t, 2, 1, 1), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: F.avg_pool3d(t, (2, 3, 2), 1, (1, 1, 0), count_include_pad=False),
+                                        (x,))
+    w = torch.tensor(rng.standard_normal((1, 2, 2, 2, 2)), requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda a, b: F.conv_transpose3d(a, b, stride=2), (x, w))
+    x2 = torch.tensor(rng.standard_normal((1, 1, 3, 4)), requires_grad=True)
+    g2 = torch.tensor(rng.random((1, 2, 2, 2)) * 1.6 - 0.8, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: F.grid_sample(a, b, "bilinear", "reflection", False), (x2, g2))
