@@ -267,3 +267,17 @@ def test_inplace_through_real_and_imag_views_under_autograd(device):
     w.real.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         cltorch.view_as_real(y).sum().backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_random_complex_moments(device):
+    cltorch.manual_seed(0)
+    z = cltorch.randn(100000, dtype=cltorch.complex64, device=device)
+    v = _np(cltorch.view_as_real(z)).astype(np.float64)
+    np.testing.assert_allclose(v.mean(0), [0, 0], atol=0.01)
+    np.testing.assert_allclose(v.std(0), [0.5 ** 0.5] * 2, rtol=0.02)     # torch: each part N(0, 1/2)
+    assert abs(np.corrcoef(v[:, 0], v[:, 1])[0, 1]) < 0.02
+    u = _np(cltorch.view_as_real(cltorch.rand(100000, dtype=cltorch.complex64, device=device)))
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    w = cltorch.zeros(40, 50, dtype=cltorch.complex64, device=device).t().normal_(2.0, 1.0)
+    assert abs(float(w.real.mean()) - 2.0) < 0.05 and abs(float(w.imag.mean())) < 0.05

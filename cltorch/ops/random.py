@@ -150,6 +150,20 @@ def _float_target(t, what):
     return None
 
 
+def _via_complex_parts(t, fill, mean=0.0):
+    """Random fills of a complex tensor: ``fill`` draws both parts (a contiguous real tensor of shape S + (2,)),
+    ``mean`` is added to the real part, and the pairs are copied into t's real view."""
+    from .complex import real_view
+    from .views import _copy_into
+    tmp = Tensor._empty(t._shape + (2,), t.dtype.to_real(), t.device)
+    fill(tmp)
+    if mean:
+        re = tmp.select(-1, 0)
+        _copy_into(re, re + mean)
+    _copy_into(real_view(t), tmp)
+    return t
+
+
 def _via_float32(t, fill):
     tmp = _float_target(t, "random")
     if tmp is None:
@@ -161,7 +175,9 @@ def _via_float32(t, fill):
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    """Fill with U[a, b) draws (float32: 24 random bits)."""
+    """Fill with U[a, b) draws (float32: 24 random bits); complex: both parts, as PyTorch."""
+    if self.dtype.is_complex:
+        return _via_complex_parts(self, lambda t: _fill(t, "uniform", generator, low=a, high=b))
     return _via_float32(self, lambda t: _fill(t, "uniform", generator, low=a, high=b))
 
 
@@ -169,6 +185,9 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with N(mean, std^2) draws (Box-Muller on our own polynomial log/sin/cos/sqrt)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self.dtype.is_complex:     # complex normal of variance std^2: each part N(0, std^2 / 2), mean on the real part
+        return _via_complex_parts(self, lambda t: _fill(t, "normal", generator, mean=0.0, std=std / 2 ** 0.5),
+                                  mean)
     return _via_float32(self, lambda t: _fill(t, "normal", generator, mean=mean, std=std))
 
 
