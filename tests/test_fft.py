@@ -154,6 +154,8 @@ def test_errors_match_torch():
         cltorch.fft.irfft(cltorch.randn(1).to(cltorch.complex64))
     with pytest.raises(NotImplementedError, match="complex32"):
         cltorch.fft.fft(x.bfloat16())
+    with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\)"):
+        cltorch.fft.rfft(cltorch.zeros(0))
 
 
 @pytest.mark.parametrize("device", DEVICES)

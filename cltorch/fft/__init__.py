@@ -132,6 +132,7 @@ def _c2c(x, dims, sizes, norm, inverse, name):
     for d, n in zip(dims, sizes):
         if n is not None:
             x = _resize(x, d, n)
+        _check_n(x._shape[d])
     N = math.prod(x._shape[d] for d in dims)
     return fft_c2c(x, dims, inverse, _scale(norm, N, inverse))
 
@@ -143,6 +144,7 @@ def _r2c(x, dims, sizes, norm, name, onesided=True):
     for d, n in zip(dims, sizes):
         if n is not None:
             x = _resize(x, d, n)
+        _check_n(x._shape[d])
     N = math.prod(x._shape[d] for d in dims)
     last = dims[-1]
     n = x._shape[last]
