@@ -334,3 +334,15 @@ def test_as_strided_partial_views_values_and_gradient(device):
         gx, = torch.autograd.grad((ref * w).sum(), x)
         cg, = cltorch.autograd.grad((got * C(w, device)).sum(), cx)
         same(cg, gx, rtol=1e-5, atol=1e-6)
+
+
+def test_batch_norm_of_an_empty_1d_input():
+    F = torch.nn.functional
+    e = torch.zeros(0, requires_grad=True)
+    for training in (True, False):
+        ref = F.batch_norm(e, torch.zeros(0), torch.zeros(0), training=training)
+        got = cltorch.nn.functional.batch_norm(C(e).requires_grad_(), C(torch.zeros(0)), C(torch.zeros(0)),
+                                               training=training)
+        same(got, ref)
+    with pytest.raises(RuntimeError, match="should contain 0 elements"):
+        cltorch.nn.functional.batch_norm(C(torch.randn(3)), C(torch.zeros(3)), C(torch.ones(3)), training=True)

@@ -343,6 +343,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     ``running_var``. training=False: normalise with the running statistics. weight, bias: (C,) or None.
     Raises ValueError in training with one value per channel, RuntimeError in eval without running stats.
     """
+    if input.dim() == 1:   # PyTorch: a 1-D input has no channel dim (C = 0); only an empty one normalises
+        for t, nm in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
+                      (running_var, "running_var")):
+            if t is not None and t.numel() != 0:
+                raise RuntimeError(f"{nm} should contain 0 elements not {t.numel()}")
+        if input.numel() == 0:
+            return input.clone()
     if input.dim() < 2:
         raise ValueError(f"expected 2D or more input (got {input.dim()}D input)")
     N, C, HW = _bn_dims(input)
