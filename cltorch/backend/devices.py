@@ -195,7 +195,7 @@ def list_devices():
                 _unusable.append((d.name.strip(), p.name.strip(), reason))
     infos = [device_info_from_props(0, _props(d, p), d) for d, p in found]
     prefer = os.environ.get("CLTORCH_PLATFORM")
-    if prefer and not any(_platform_matches(prefer, i.platform) for i in infos):
+    if prefer and infos and not any(_platform_matches(prefer, i.platform) for i in infos):
         names = sorted({i.platform for i in infos}) or ["none"]
         raise RuntimeError(f"CLTORCH_PLATFORM={prefer!r} matches no usable OpenCL platform; the platforms are: "
                            + ", ".join(repr(n) for n in names))
