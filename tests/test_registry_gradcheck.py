@@ -399,6 +399,14 @@ SAMPLES = {
     "linalg_lstsq": [(lambda a, b: torch.linalg.lstsq(a, b).solution, [U(4, 3), U(4, 2)])],
     "cholesky_solve": [(lambda b, l: torch.cholesky_solve(b, l.tril() + _I3(l)), [U(3, 2), U(3, 3)])],
     "matrix_exp": [(torch.matrix_exp, [U(3, 3)])],
+    # complex64/128 and fft: real inputs and real outputs through the zero-copy real views
+    "view_as_real": [(lambda x, y: torch.view_as_real(torch.complex(x, y)) * 1.5, [U(4), U(4)])],
+    "view_as_complex": [(lambda x: torch.view_as_real(torch.view_as_complex(x) * torch.view_as_complex(x)),
+                         [U(3, 2)])],
+    "complex_abs": [(lambda x: torch.view_as_complex(x).abs(), [U(5, 2, away=0.2)])],
+    "fft_c2c": [(lambda x: torch.view_as_real(torch.fft.fft(torch.view_as_complex(x))), [U(8, 2)]),
+                (lambda x: torch.view_as_real(torch.fft.ifft(torch.view_as_complex(x), norm="ortho")), [U(7, 2)])],
+    "rfft_last": [(lambda x: torch.view_as_real(torch.fft.rfft(x)), [U(3, 8)])],
 }
 
 # second derivatives: (op name, sample index) pairs to run gradgradcheck on (issue 4: elementwise ops, matmul,
