@@ -23,7 +23,7 @@ from .._tensor import Tensor
 from ._util import method
 from .padding import constant_pad_nd
 
-__all__ = ["constant_pad_nd", "empty_permuted", "gradient", "histogram", "histogramdd", "index_reduce", "put",
+__all__ = ["constant_pad_nd", "as_strided_scatter", "empty_permuted", "gradient", "histogram", "histogramdd", "index_reduce", "put",
            "nonzero_static", "native_batch_norm", "native_layer_norm", "native_group_norm", "resize_as_"]
 
 
@@ -95,6 +95,30 @@ def resize_as_(input, the_template, *, memory_format=None):  # noqa: A002
 
 method("resize_", _resize_)
 method("resize_as_", lambda self, other, *, memory_format=None: resize_as_(self, other))
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: A002
+    """``torch.as_strided_scatter``: a contiguous copy of input whose ``as_strided(size, stride, storage_offset)``
+    view (offset in elements of the copy, default 0) holds ``src`` (of shape ``size``). Differentiable in both
+    (the registered ``as_strided_scatter`` op that autograd's in-place-on-view rebasing also uses)."""
+    from .._dispatch import REGISTRY, call
+    size, stride = tuple(int(v) for v in size), tuple(int(v) for v in stride)
+    off = 0 if storage_offset is None else int(storage_offset)
+    if tuple(src.shape) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(size)}")
+    if any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided_scatter: negative strides are not supported, got {list(stride)}")
+    if all(size) and off + sum((n - 1) * st for n, st in zip(size, stride)) >= max(input.numel(), 1):
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {off} are out of "
+                           f"bounds for a storage of {input.numel()} elements")
+    if src.dtype != input.dtype:
+        src = src.to(input.dtype)
+    return call(REGISTRY["as_strided_scatter"], input, src, size, stride, off)
+
+
+method("as_strided_scatter", lambda self, src, size, stride, storage_offset=None:
+       as_strided_scatter(self, src, size, stride, storage_offset))
 
 
 # ------------------------------------------------------------------------------------------ gradient
