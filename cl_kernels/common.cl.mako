@@ -5,7 +5,10 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 % if "half" in types:
+## without the extension half is a storage type only (vload_half / vstore_half); templates compute it in float
+#ifdef cl_khr_fp16
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#endif
 % endif
 typedef long idx_t;
 #define CT_NAN (0.0f/0.0f)

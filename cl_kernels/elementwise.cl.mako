@@ -4,6 +4,8 @@
 ##   else the number of collapsed dims; to_bool: the output is bool (stored as uchar 0/1).
 ##   "bfloat16" (storage or compute type) is held as ushort bit patterns and computed in float: widened exactly on
 ##   load, rounded to nearest even on store (NaN stores as 0x7FC0, as PyTorch's scalar conversion).
+##   "half" storage is read with vload_half and written with vstore_half_rte (core OpenCL, no cl_khr_fp16 needed);
+##   its compute type is float, so the result is the same with or without the extension.
 <%namespace name="c" file="common.cl.mako"/>
 <%namespace name="sm" file="special_math.cl.mako"/>
 <%!
@@ -14,10 +16,14 @@ def ptype(t):
     return "ushort" if t == "bfloat16" else t
 
 def load(st, ct, v):
+    if st == "half":     # vload_half is core OpenCL: half storage needs no cl_khr_fp16
+        return "(%s)vload_half(0, &%s)" % (ctype(ct), v)
     return "(%s)%s" % (ctype(ct), ("bf16_load(%s)" % v) if st == "bfloat16" else v)
 
-def store(ot, v):
-    return ("bf16_store((float)(%s))" % v) if ot == "bfloat16" else "(%s)(%s)" % (ot, v)
+def store(ot, v, dst):
+    if ot == "half":     # rounds to nearest even, as a (half) conversion does
+        return "vstore_half_rte((float)(%s), 0, &%s)" % (v, dst)
+    return "%s = %s" % (dst, ("bf16_store((float)(%s))" % v) if ot == "bfloat16" else "(%s)(%s)" % (ot, v))
 %>
 ${c.preamble(types)}
 % if "bfloat16" in types:
@@ -123,7 +129,7 @@ ${elem("e")}
 % if to_bool:
         out[o + j * ostr${last}] = (${out_type})((${expr}) != 0);
 % else:
-        out[o + j * ostr${last}] = ${store(out_type, expr)};
+        ${store(out_type, expr, "out[o + j * ostr%d]" % last)};
 % endif
     }
 }
@@ -140,6 +146,6 @@ ${elem("e")}
 % if to_bool:
             out[out_off + ${idx}] = (${out_type})((${expr}) != 0);
 % else:
-            out[out_off + ${idx}] = ${store(out_type, expr)};
+            ${store(out_type, expr, "out[out_off + %s]" % idx)};
 % endif
 </%def>

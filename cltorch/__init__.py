@@ -55,6 +55,10 @@ from .nn._functional_more import grid_sampler, grid_sampler_2d, grid_sampler_3d 
 from . import multiprocessing  # noqa: E402  (after nn: registers Parameter/Buffer reductions)
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: F401
+from .amp import (is_autocast_enabled, get_autocast_dtype, set_autocast_dtype, set_autocast_enabled,  # noqa: F401
+                  clear_autocast_cache, is_autocast_cache_enabled, set_autocast_cache_enabled,
+                  autocast_increment_nesting, autocast_decrement_nesting)
+from . import cpu  # noqa: E402,F401  (torch.cpu: cpu.amp.autocast)
 from . import distributions  # noqa: E402,F401
 from .serialization import save, load
 

@@ -18,6 +18,7 @@ class _GradState(threading.local):
     def __init__(self):
         self.enabled = True
         self.inference = False
+        self.ac = None               # autocast: None, or {device_type: (dtype, cache dict or None)} while enabled
 
 
 _state = _GradState()
@@ -91,7 +92,7 @@ class Op:
     ``create_graph=True`` gives higher-order gradients. ``backward=None`` marks a non-differentiable op.
     """
 
-    __slots__ = ("name", "forward", "backward", "differentiable_outputs", "doc")
+    __slots__ = ("name", "forward", "backward", "differentiable_outputs", "doc", "widen")
 
     def __init__(self, name, forward, backward=None, differentiable_outputs=None, doc=None):
         self.name = name
@@ -99,6 +100,7 @@ class Op:
         self.backward = backward
         self.differentiable_outputs = differentiable_outputs   # None: all floating outputs
         self.doc = doc
+        self.widen = WIDEN.get(name)   # 16-bit inputs computed in float32 (see _widened)
 
     def __repr__(self):
         return f"Op({self.name})"
@@ -137,7 +139,24 @@ _SCALARS = frozenset((int, float, bool, type(None), str))
 
 
 def call(op, *args, **kw):
-    """Run a registered op; record it for autograd when grad mode is on and an input requires grad."""
+    """Run a registered op; record it for autograd when grad mode is on and an input requires grad.
+
+    Two hooks come first, both off the default path: inside an enabled autocast region, an op named in
+    ``AUTOCAST_OPS`` gets its floating inputs cast by its policy (and runs with autocast off, as PyTorch
+    redispatches below its autocast key); an op named in ``WIDEN`` whose kernels have no 16-bit arithmetic runs on
+    float32 copies of its bfloat16 (and, where the device lacks cl_khr_fp16, float16) inputs."""
+    if _state.ac is not None:
+        r = _autocast_call(op, args, kw)
+        if r is not _NO:
+            return r
+    if op.widen is not None:
+        r = _widened(op, args, kw)
+        if r is not _NO:
+            return r
+    return _call(op, args, kw)
+
+
+def _call(op, args, kw):
     if _state.enabled and op.backward is not None and _needs_grad(args):
         ctx = Ctx(op.name)
         prev = _state.enabled
@@ -148,3 +167,235 @@ def call(op, *args, **kw):
             _state.enabled = prev
         return _recorder[0](op, ctx, args, out)
     return op.forward(None, *args, **kw)
+
+
+# ------------------------------------------------------------------------------------------------ 16-bit widening
+# Ops whose kernels compute float32/float64 only. "all": bfloat16 inputs always, float16 inputs on devices without
+# cl_khr_fp16; "bf16": bfloat16 only (the GEMM reads and writes half itself with vload_half / vstore_half_rte).
+# Such an op runs on float32 copies (differentiable casts) and its floating outputs are rounded back to the 16-bit
+# dtype: float32 accumulation, 16-bit in and out, as PyTorch computes half and bfloat16 on CPUs.
+WIDEN = {n: "all" for n in (
+    "sum", "mean", "prod", "amax", "amin", "max_dim", "min_dim", "cumsum", "cumprod", "cummax", "cummin",
+    "softmax", "layer_norm", "group_norm", "batch_norm", "cross_entropy", "cross_entropy_prob",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "scaled_dot_product_flash_attention",
+    "rnn_layer", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "linalg_vector_norm", "sort",
+    "avg_pool2d", "avg_pool2d_backward")}
+WIDEN["mm"] = "bf16"
+
+_NO = object()
+_FP16_OK = {}
+
+
+def _fp16_native(dev):
+    ok = _FP16_OK.get(dev)
+    if ok is None:
+        from . import backend
+        rt = backend.cpu_runtime() if dev.type == "cpu" else backend.runtime(dev.index)
+        ok = _FP16_OK[dev] = bool(rt.info.fp16)
+    return ok
+
+
+def _tensors(args):
+    from ._tensor import Tensor
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif a.__class__ in (list, tuple):
+            for b in a:
+                if isinstance(b, Tensor):
+                    yield b
+
+
+def _widened(op, args, kw):
+    from . import _dtype as D
+    low = None
+    for t in _tensors(args):
+        d = t.dtype
+        if d is D.bfloat16 or (d is D.float16 and op.widen == "all" and not _fp16_native(t.device)):
+            low = d
+            break
+    if low is None:
+        return _NO
+    if low is D.float16 and op.widen != "all":
+        return _NO
+    explicit = any(isinstance(v, D.dtype) for v in list(args) + list(kw.values()))
+    pairs = []
+
+    def up(a):
+        if a.__class__ in (list, tuple):
+            return a.__class__(up(b) for b in a)
+        d = getattr(a, "dtype", None)
+        if (d is D.bfloat16 or d is D.float16) and hasattr(a, "_storage"):
+            w = a.float()
+            pairs.append((a, w, w._storage.version))
+            return w
+        return a
+    new = tuple(up(a) for a in args)
+    out = _call(op, new, kw)
+    prev = set_grad_enabled_raw(False)
+    try:     # in-place updates of widened inputs (running statistics) land in the originals
+        for a, w, v in pairs:
+            if w._storage.version != v:
+                a.copy_(w)
+    finally:
+        set_grad_enabled_raw(prev)
+    if explicit:
+        return out
+
+    def down(o):
+        if getattr(o, "dtype", None) is D.float32 and hasattr(o, "_storage"):
+            return o.to(low)
+        return o
+    if isinstance(out, tuple):
+        return out.__class__(down(o) for o in out) if not hasattr(out, "_fields") else out.__class__(*map(down, out))
+    return down(out)
+
+
+# ------------------------------------------------------------------------------------------------ autocast
+# PyTorch's autocast policies per device type, by registered op name (ops reached through a registered op) and by
+# public function name (composites such as linear or mse_loss, wrapped where they are defined: cltorch.ops.
+# _autocast). "lower": floating inputs (not float64) cast to the region's dtype; "fp32": 16-bit floating inputs
+# cast to float32; "fp32_opt": as fp32 unless the call gives an explicit dtype; "promote": floating inputs cast to
+# their widest floating dtype. "cpu" follows torch's CPU lists (aten/src/ATen/autocast_mode.cpp), "cl" its CUDA
+# lists (a GPU-style device). Ops named nowhere run in their inputs' dtypes.
+_LOWER_COMMON = ("mm", "convolution", "convolution_transpose", "scaled_dot_product_flash_attention",
+                 "matmul", "bmm", "addmm", "baddbmm", "addbmm", "linear", "conv1d", "conv2d", "conv3d",
+                 "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "scaled_dot_product_attention")
+_CPU_FP32 = ("binary_cross_entropy", "binary_cross_entropy_with_logits", "prod", "mse_loss", "nll_loss",
+             "cross_entropy", "cross_entropy_prob", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+             "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "poisson_nll_loss",
+             "cosine_embedding_loss", "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+             "cholesky_solve", "inverse", "pinverse", "trace", "cdist", "quantile", "nanquantile", "polar",
+             "view_as_complex", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "linalg_det", "linalg_slogdet",
+             "linalg_eig", "linalg_eigh", "linalg_svd", "linalg_qr", "linalg_lstsq", "linalg_pinv",
+             "linalg_solve_matrix", "linalg_cholesky_ex", "linalg_lu_factor_ex", "linalg_solve_triangular",
+             "matrix_exp", "geqrf", "fft_c2c", "rfft_last")
+_CL_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt",
+            "sinh", "tan", "pow", "softplus", "layer_norm", "group_norm", "nll_loss", "cross_entropy",
+            "cross_entropy_prob", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+            "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "poisson_nll_loss",
+            "cosine_embedding_loss", "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+            "binary_cross_entropy_with_logits", "cdist", "logsumexp", "cosine_similarity", "linalg_vector_norm",
+            "norm", "rms_norm")
+_CL_FP32_OPT = ("softmax", "log_softmax", "sum", "prod", "cumsum", "cumprod")
+AUTOCAST_OPS = {
+    "cpu": dict([(n, "lower") for n in _LOWER_COMMON + ("prelu", "_thnn_fused_lstm_cell", "rnn_layer")]
+                + [(n, "fp32") for n in _CPU_FP32] + [(n, "promote") for n in ("cat", "stack", "index_copy")]),
+    "cl": dict([(n, "lower") for n in _LOWER_COMMON + ("prelu", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell",
+                                                       "rnn_layer", "lstm_cell", "gru_cell", "rnn_tanh_cell",
+                                                       "rnn_relu_cell")]
+               + [(n, "fp32") for n in _CL_FP32] + [(n, "fp32_opt") for n in _CL_FP32_OPT]
+               + [(n, "promote") for n in ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "index_put",
+                                           "scatter_add", "tensordot", "cat", "stack", "index_copy")]),
+}
+# PyTorch raises for these inside a CUDA-style autocast region (unsafe in low precision)
+AUTOCAST_BANNED = {"cl": {"binary_cross_entropy": (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\nMany models use a "
+    "sigmoid layer right before the binary cross entropy layer.\nIn this case, combine the two layers using "
+    "torch.nn.functional.binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss.  "
+    "binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.")}}
+
+
+def autocast_state():
+    """The thread's autocast regions: None, or {device_type: (dtype, cache)}."""
+    return _state.ac
+
+
+def set_autocast_state(st):
+    prev = _state.ac
+    _state.ac = st
+    return prev
+
+
+def _device_type(args, kw):
+    from ._tensor import Tensor
+    for a in list(args) + list(kw.values()):
+        if isinstance(a, Tensor):
+            return a.device.type
+        if a.__class__ in (list, tuple):
+            for b in a:
+                if isinstance(b, Tensor):
+                    return b.device.type
+    return None
+
+
+def _ac_cast(a, to, cache):
+    """``a`` cast to ``to`` when it is a floating (non-float64) tensor of another dtype; leaves that require grad
+    are cast once per region when ``cache`` is a dict (PyTorch's weight cast cache)."""
+    from ._tensor import Tensor
+    from . import _dtype as D
+    if isinstance(a, Tensor):
+        d = a.dtype
+        if d is to or not d.is_floating_point or d is D.float64:
+            return a
+        if cache is not None and a.requires_grad and a.is_leaf:
+            hit = cache.get(id(a))
+            if hit is not None and hit[0] is a:
+                return hit[1]
+            c = a.to(to)
+            cache[id(a)] = (a, c)
+            return c
+        return a.to(to)
+    if a.__class__ in (list, tuple):
+        return a.__class__(_ac_cast(b, to, cache) for b in a)
+    return a
+
+
+def autocast_args(policy, device_type, args, kw):
+    """``(args, kw)`` cast by ``policy`` for the enabled region of ``device_type`` (see AUTOCAST_OPS)."""
+    from . import _dtype as D
+    dtype, cache = _state.ac[device_type]
+    if policy == "lower":
+        to = dtype
+    elif policy == "fp32" or policy == "fp32_opt":
+        if policy == "fp32_opt" and (kw.get("dtype") is not None or any(isinstance(a, D.dtype) for a in args)):
+            return args, kw
+        to = D.float32
+        lows = [t for t in _tensors(list(args) + list(kw.values()))
+                if t.dtype is D.float16 or t.dtype is D.bfloat16]
+        if not lows:
+            return args, kw
+        cache = None
+    else:   # promote
+        fl = [t.dtype for t in _tensors(list(args) + list(kw.values())) if t.dtype.is_floating_point]
+        if len(set(fl)) < 2:
+            return args, kw
+        to = fl[0]
+        for d in fl[1:]:
+            to = D.promote_types(to, d)
+        cache = None
+    if policy == "fp32" or policy == "fp32_opt":
+        def cast(a):
+            if a.__class__ in (list, tuple):
+                return a.__class__(cast(b) for b in a)
+            d = getattr(a, "dtype", None)
+            return a.float() if (d is D.float16 or d is D.bfloat16) and hasattr(a, "_storage") else a
+    else:
+        def cast(a):
+            return _ac_cast(a, to, cache)
+    return tuple(cast(a) for a in args), {k: (v if k == "out" else cast(v)) for k, v in kw.items()}
+
+
+def autocast_policy(device_type, name):
+    """The policy of ``name`` in the enabled region of ``device_type``, or None."""
+    ac = _state.ac
+    if ac is None or device_type not in ac:
+        return None
+    ban = AUTOCAST_BANNED.get(device_type, {}).get(name)
+    if ban is not None:
+        raise RuntimeError(ban)
+    return AUTOCAST_OPS[device_type].get(name)
+
+
+def _autocast_call(op, args, kw):
+    dt = _device_type(args, kw)
+    pol = autocast_policy(dt, op.name) if dt is not None else None
+    if pol is None:
+        return _NO
+    args, kw = autocast_args(pol, dt, args, kw)
+    prev = _state.ac
+    _state.ac = None
+    try:
+        return call(op, *args, **kw)
+    finally:
+        _state.ac = prev

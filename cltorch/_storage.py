@@ -243,16 +243,15 @@ def aligned_empty(n, npdtype, align=HOST_ALIGN):
 
 
 def _check_caps(dtype, rt):
-    from ._dtype import float16, float64, complex128
+    from ._dtype import float64, complex128
     if dtype is complex128 and not rt.info.fp64:
         raise TypeError(f"complex128 is not supported on {rt.info.name} (cl:{rt.index}): the device lacks the "
                         f"cl_khr_fp64 extension its double2 storage needs")
     if dtype is float64 and not rt.info.fp64:
         raise TypeError(f"float64 is not supported on {rt.info.name} (cl:{rt.index}): the device lacks the "
                         f"cl_khr_fp64 extension")
-    if dtype is float16 and not rt.info.fp16:
-        raise TypeError(f"float16 is not supported on {rt.info.name} (cl:{rt.index}): the device lacks the "
-                        f"cl_khr_fp16 extension")
+    # float16 needs no extension: it is a storage dtype (vload_half / vstore_half) computed in float where the
+    # device lacks cl_khr_fp16
 
 
 def check_caps(dtype, device):

@@ -1,8 +1,11 @@
 """``cltorch.amp``: PyTorch's ``torch.amp`` (``autocast``, ``GradScaler``, ``custom_fwd``, ``custom_bwd``).
 
-GradScaler is real on every cltorch device; autocast is a pass-through when disabled and, on "cl"/"cpu", not
-implemented yet when enabled (see ``autocast_mode``)."""
-from .autocast_mode import autocast, custom_fwd, custom_bwd, is_autocast_available  # noqa: F401
+autocast casts per PyTorch's op lists on "cpu" and "cl" (see ``autocast_mode``); GradScaler is real on every
+cltorch device."""
+from .autocast_mode import (autocast, custom_fwd, custom_bwd, is_autocast_available, is_autocast_enabled,  # noqa
+                            get_autocast_dtype, set_autocast_dtype, set_autocast_enabled, clear_autocast_cache,
+                            is_autocast_cache_enabled, set_autocast_cache_enabled, autocast_increment_nesting,
+                            autocast_decrement_nesting)
 from .grad_scaler import GradScaler  # noqa: F401
 
 __all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available", "GradScaler"]
