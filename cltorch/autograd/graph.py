@@ -52,19 +52,27 @@ class Node:
     """A recorded op call: ``next_functions`` are (node, input_nr) pairs; ``name()`` is e.g. 'MulBackward0'."""
 
     __slots__ = ("op", "ctx", "edges", "structure", "out_meta", "pre_hooks", "hooks", "retains", "_name",
-                 "__weakref__", "metadata")
+                 "__weakref__", "_metadata")
 
     def __init__(self, op, ctx, edges, structure, out_meta):
         self.op = op
         self.ctx = ctx
         self.edges = edges            # flat list: (node, input_nr) or None, one per tensor input
-        self.structure = structure    # per positional arg: None (not a tensor), -1 (one tensor) or n (a list)
+        self.structure = structure    # per positional arg: None (not a tensor), -1 (one tensor) or n (a list);
+        #                               None as a whole when every positional arg is one tensor (the common case)
         self.out_meta = out_meta      # per output: (shape, dtype, device) or None
         self.pre_hooks = None         # {output_nr: {id: fn}} tensor hooks of non-leaf outputs
         self.hooks = None
         self.retains = None           # {output_nr: weakref to tensor} for retain_grad
         self._name = None
-        self.metadata = {}
+        self._metadata = None
+
+    @property
+    def metadata(self):
+        """A dict for the user's (and anomaly mode's) notes on this node, made on first use."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self):
         if self._name is None:
@@ -105,6 +113,9 @@ class Node:
         res = self.op.backward(ctx, *grads)
         if not isinstance(res, tuple):
             res = (res,)
+        if self.structure is None:      # one gradient per positional arg, each a tensor's
+            n = len(self.edges)
+            return res if len(res) == n else (res + (None,) * (n - len(res)))[:n]
         flat = []
         for s, r in zip(self.structure, res):
             if s is None:
@@ -129,15 +140,16 @@ class Node:
 class AccumulateGrad:
     """The node of a leaf tensor: adds incoming gradients into ``variable.grad``."""
 
-    __slots__ = ("variable", "pre_hooks", "hooks", "__weakref__", "metadata")
+    __slots__ = ("variable", "pre_hooks", "hooks", "__weakref__", "_metadata")
     edges = ()
     out_meta = None
+    metadata = Node.metadata
 
     def __init__(self, variable):
         self.variable = variable
         self.pre_hooks = None
         self.hooks = None
-        self.metadata = {}
+        self._metadata = None
 
     def name(self):
         return "AccumulateGrad"
@@ -165,6 +177,7 @@ def _edge(t):
 def record(op, ctx, args, out):
     """Called by the dispatcher after a forward ran with recording off: attach a Node to the outputs."""
     edges, structure, needs = [], [], []
+    simple = True
     for a in args:
         if isinstance(a, Tensor):
             e = _edge(a)
@@ -176,23 +189,25 @@ def record(op, ctx, args, out):
             edges.extend(es)
             structure.append(len(a))
             needs.append(any(e is not None for e in es))
+            simple = False
         else:
             structure.append(None)
             needs.append(False)
+            simple = False
     ctx.needs_input_grad = tuple(needs)
-    outs = out if isinstance(out, tuple) else (out,)
+    outs = out if out.__class__ is tuple else (out,)
     diff = op.differentiable_outputs
     meta = []
-    node = Node(op, ctx, edges, structure, meta)
+    node = Node(op, ctx, edges, None if simple else structure, meta)
     for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) and (diff is None or i in diff):
+        if isinstance(o, Tensor) and o.dtype._kind >= 2 and (diff is None or i in diff):   # floating or complex
             meta.append((o._shape, o.dtype, o.device))
             o._requires_grad = True
             o.grad_fn = node
             o._output_nr = i
         else:
             meta.append(None)
-    if anomaly_enabled():
+    if _anomaly.on:
         import traceback
         node.metadata["traceback_"] = "".join(traceback.format_stack()[:-3])
     return out
@@ -224,15 +239,12 @@ def _check_nan(node, grads):
                                + (f"\nTraceback of forward call that caused the error:\n{tb}" if tb else ""))
 
 
-def _fit(g, meta):
+def _fit(g, shape, dtype):
     """Reduce a broadcast gradient to the input's shape and dtype."""
-    if g is None or meta is None:
-        return g
-    shape, dtype, device = meta
     if g._shape != shape:
         from ..ops.views import sum_to_size
         g = sum_to_size(g, shape)
-    if g.dtype is not dtype and (dtype.is_floating_point or dtype.is_complex):
+    if g.dtype is not dtype and dtype._kind >= 2:      # to a floating or complex input's dtype
         g = g.to(dtype)
     return g
 
@@ -252,107 +264,66 @@ def run_backward(roots, grad_roots, retain_graph=False, create_graph=False, inpu
 
 
 def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, accumulate):
-    # capture points for autograd.grad / backward(inputs=...)
-    capture = {}
+    # One pass counts, per reachable node, the edges that reach it; then nodes run from a ready stack once all
+    # their gradients have arrived. Dicts are keyed by the node objects themselves (identity hashing); each
+    # node's incoming gradients are one list, one slot per output.
+    capture = {}        # (node, output_nr) -> indices into ``inputs`` (autograd.grad / backward(inputs=...))
     if inputs is not None:
         for k, t in enumerate(inputs):
             if not t.requires_grad:
-                raise RuntimeError(f"One of the differentiated Tensors does not require grad")
-            e = _edge(t)
-            capture.setdefault((id(e[0]), e[1]), []).append(k)
-    # dependency counts over the reachable graph (iterative DFS)
-    deps = {}
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            capture.setdefault(_edge(t), []).append(k)
     start = []
     for r, g in zip(roots, grad_roots):
         if not r.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-        e = _edge(r)
-        start.append((e, g))
-    seen = set()
+        start.append((_edge(r), g))
+    deps = {}
     stack = [e[0] for e, _ in start]
-    nodes = {}
+    seen = set(stack)
     while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        nodes[id(n)] = n
-        for e in n.edges:
+        for e in stack.pop().edges:
             if e is not None:
-                deps[id(e[0])] = deps.get(id(e[0]), 0) + 1
-                if id(e[0]) not in seen:
-                    stack.append(e[0])
+                nxt = e[0]
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
     # with inputs given, run only nodes that lead to a capture point
     needed = None
     if inputs is not None:
-        cap_nodes = {k[0] for k in capture}
-        needed = set(cap_nodes)
-        # reverse topological marking: iterate until stable (graphs are DAGs; use post-order)
-        order = _postorder([e[0] for e, _ in start])
-        for n in order:
-            if any(e is not None and id(e[0]) in needed for e in n.edges):
-                needed.add(id(n))
+        needed = {k[0] for k in capture}
+        for n in _postorder([e[0] for e, _ in start]):
+            if any(e is not None and e[0] in needed for e in n.edges):
+                needed.add(n)
     buffers = {}
-    for e, g in start:
-        buf = buffers.setdefault(id(e[0]), {})
-        buf[e[1]] = _accum(buf.get(e[1]), g)
+    for (n, nr), g in start:
+        buf = buffers.get(n)
+        if buf is None:
+            buf = buffers[n] = [None] * _n_outputs(n)
+        buf[nr] = _accum(buf[nr], g)
     results = [None] * (len(inputs) if inputs is not None else 0)
-    ready = [e[0] for e, _ in start if deps.get(id(e[0]), 0) == 0]
-    ready_ids = set()
-    uniq = []
-    for n in ready:
-        if id(n) not in ready_ids:
-            ready_ids.add(id(n))
-            uniq.append(n)
-    ready = uniq
+    ready = []
+    for e, _ in start:
+        if e[0] not in deps and e[0] not in ready:
+            ready.append(e[0])
     anomaly = anomaly_enabled()
     while ready:
         node = ready.pop()
-        buf = buffers.pop(id(node), {})
-        nid = id(node)
-        if isinstance(node, AccumulateGrad):
-            g = buf.pop(0, None)
-            if node.pre_hooks:
-                for fn in list(node.pre_hooks.get(0, {}).values()):
-                    r = fn(g)
-                    if r is not None:
-                        g = r
-            if (nid, 0) in capture:
-                for k in capture[(nid, 0)]:
-                    results[k] = g
-            if accumulate and g is not None and (inputs is None or (nid, 0) in capture):
-                v = node.variable
-                if v.grad is None:
-                    v.grad = g if create_graph else _grad_for_leaf(g)
-                else:
-                    v.grad = v.grad + g if create_graph else v.grad.add_(g.detach())
-                if v._post_acc_hooks:
-                    for fn in list(v._post_acc_hooks.values()):
-                        fn(v)
+        buf = buffers.pop(node, None)
+        if node.__class__ is AccumulateGrad:
+            _accumulate_leaf(node, buf[0] if buf is not None else None, capture, results, accumulate,
+                             inputs is None, create_graph)
             continue
-        if needed is not None and nid not in needed:
+        if needed is not None and node not in needed:
             continue
-        grads = []
-        for i, meta in enumerate(node.out_meta):
-            g = buf.get(i)
-            if node.pre_hooks and i in node.pre_hooks:
-                for fn in list(node.pre_hooks[i].values()):
-                    r = fn(g)
-                    if r is not None:
-                        g = r
-            if node.retains and i in node.retains:
-                t = node.retains[i]()
-                if t is not None and g is not None:
-                    # PyTorch's retains-grad hook: a copy the first time, then accumulated as a leaf's grad is
-                    gg = g if create_graph else g.detach()
-                    t.grad = gg.clone() if t.grad is None else t.grad + gg
-            if (nid, i) in capture:
-                for k in capture[(nid, i)]:
-                    results[k] = g
-            if g is None and meta is not None:
-                mat = getattr(node.ctx, "materialize_grads", True)
-                g = _zeros_meta(meta) if mat else None
-            grads.append(g)
+        out_meta = node.out_meta
+        grads = buf if buf is not None else [None] * len(out_meta)
+        if node.pre_hooks or node.retains or capture:
+            _output_hooks(node, grads, capture, results, create_graph)
+        for i, g in enumerate(grads):
+            if g is None and out_meta[i] is not None and getattr(node.ctx, "materialize_grads", True):
+                grads[i] = _zeros_meta(out_meta[i])
         in_grads = node.apply(grads)
         if node.hooks:
             for fn in list(node.hooks.values()):
@@ -368,22 +339,81 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
                 continue
             nxt, nr = e
             if g is not None:
-                meta = nxt.out_meta[nr] if not isinstance(nxt, AccumulateGrad) else \
-                    (nxt.variable._shape, nxt.variable.dtype, nxt.variable.device)
-                g = _fit(g, meta)
-                b = buffers.setdefault(id(nxt), {})
-                b[nr] = _accum(b.get(nr), g)
-            d = deps[id(nxt)] - 1
-            deps[id(nxt)] = d
+                if nxt.__class__ is AccumulateGrad:
+                    v = nxt.variable
+                    g = _fit(g, v._shape, v.dtype)
+                    b = buffers.get(nxt)
+                    if b is None:
+                        b = buffers[nxt] = [None]
+                else:
+                    meta = nxt.out_meta[nr]
+                    if meta is not None:
+                        g = _fit(g, meta[0], meta[1])
+                    b = buffers.get(nxt)
+                    if b is None:
+                        b = buffers[nxt] = [None] * len(nxt.out_meta)
+                old = b[nr]
+                b[nr] = g if old is None else old + g
+            d = deps[nxt] - 1
+            deps[nxt] = d
             if d == 0:
                 ready.append(nxt)
-        grads = in_grads = g = b = None   # the engine keeps no gradient past its node: see _grad_for_leaf
+        grads = in_grads = g = b = old = buf = None   # the engine keeps no gradient past its node: see _grad_for_leaf
     if inputs is not None and not allow_unused and not accumulate:
         for k, r in enumerate(results):
             if r is None:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
     return results
+
+
+def _n_outputs(node):
+    return 1 if node.__class__ is AccumulateGrad else len(node.out_meta)
+
+
+def _accumulate_leaf(node, g, capture, results, accumulate, everything, create_graph):
+    """A leaf's AccumulateGrad: its tensor pre-hooks, capture for ``autograd.grad``, then ``.grad`` (in place once it
+    exists) and the post-accumulate-grad hooks. ``everything``: no ``inputs`` were named, so every leaf accumulates."""
+    if node.pre_hooks:
+        for fn in list(node.pre_hooks.get(0, {}).values()):
+            r = fn(g)
+            if r is not None:
+                g = r
+    cap = capture.get((node, 0)) if capture else None
+    if cap:
+        for k in cap:
+            results[k] = g
+    if accumulate and g is not None and (everything or cap is not None):
+        v = node.variable
+        if v.grad is None:
+            v.grad = g if create_graph else _grad_for_leaf(g)
+        else:
+            v.grad = v.grad + g if create_graph else v.grad.add_(g.detach())
+        if v._post_acc_hooks:
+            for fn in list(v._post_acc_hooks.values()):
+                fn(v)
+
+
+def _output_hooks(node, grads, capture, results, create_graph):
+    """Per output of a non-leaf node, in place on ``grads``: the tensor hooks, retain_grad, and capture."""
+    for i in range(len(grads)):
+        g = grads[i]
+        if node.pre_hooks and i in node.pre_hooks:
+            for fn in list(node.pre_hooks[i].values()):
+                r = fn(g)
+                if r is not None:
+                    g = r
+        if node.retains and i in node.retains:
+            t = node.retains[i]()
+            if t is not None and g is not None:
+                # PyTorch's retains-grad hook: a copy the first time, then accumulated as a leaf's grad is
+                gg = g if create_graph else g.detach()
+                t.grad = gg.clone() if t.grad is None else t.grad + gg
+        cap = capture.get((node, i)) if capture else None
+        if cap:
+            for k in cap:
+                results[k] = g
+        grads[i] = g
 
 
 def _grad_for_leaf(g):
@@ -409,12 +439,12 @@ def _postorder(roots):
         if done:
             out.append(n)
             continue
-        if id(n) in seen:
+        if n in seen:
             continue
-        seen.add(id(n))
+        seen.add(n)
         stack.append((n, True))
         for e in n.edges:
-            if e is not None and id(e[0]) not in seen:
+            if e is not None and e[0] not in seen:
                 stack.append((e[0], False))
     return out
 
