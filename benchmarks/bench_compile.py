@@ -116,7 +116,7 @@ def run(quick=False, device="cl:0", rounds=None, out=print):
         rows.append(A.case("compiled MLP step vs torch eager", "ms", med["compiled"],
                            {k: v for k, v in med.items() if k.startswith("torch")}, st, f"compiled/{bt} speed",
                            ">= 1.5x torch eager's speed", st >= 1.5, note=f"load {load:.1f}"))
-    for name, make in (("digits CNN step (b64, AdamW, dropout 0)", lambda: digits_sides(device, quick)),
+    for name, make in ((f"digits CNN step (b{16 if quick else 64}, AdamW, dropout 0)", lambda: digits_sides(device, quick)),
                        ("char-LM step", lambda: charlm_sides(device, quick))):
         got = make()
         if isinstance(got, tuple):
