@@ -373,7 +373,7 @@ def _gradient_sample(op, fn, device, k, s):
                   if isinstance(o, cltorch.Tensor) and o.requires_grad and (o.dtype.is_floating_point or o.is_complex())]
         if len(c_outs) != len(t_outs):
             return f"sample {k}: {len(c_outs)} differentiable outputs, torch has {len(t_outs)}"
-        c_loss = sum((o * cltorch.from_numpy(w).to(device)).sum() for o, w in zip(c_outs, weights))
+        c_loss = sum((o * cltorch.from_numpy(w).to(o.device)).sum() for o, w in zip(c_outs, weights))
         by_id = {id(tx): cx for tx, cx in leaves}
         c_leaves = [by_id[id(x)] for x in t_leaves if id(x) in by_id]
         if len(c_leaves) != len(t_leaves):
