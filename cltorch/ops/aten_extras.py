@@ -52,6 +52,8 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 def _new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                        pin_memory=False):
+    """``Tensor.new_empty_strided``: an uninitialised tensor of ``size`` with ``stride``, self's dtype and device
+    unless given."""
     t = _ops().empty_strided(tuple(size), tuple(stride), dtype=dtype or self.dtype, device=device or self.device)
     return t.requires_grad_(True) if requires_grad else t
 
@@ -204,7 +206,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
     if edge_order not in (1, 2):
         raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
     if not input.dtype.is_floating_point:
-        input = input.to(D.get_default_dtype() if hasattr(D, "get_default_dtype") else D.float32)
+        input = input.to(_ops().get_default_dtype())
     dims, sp = _dims_and_spacing(input, spacing, dim)
     for d in dims:
         if input.shape[d] < edge_order + 1:
