@@ -96,7 +96,7 @@ def test_digits_cnn_adamw_with_scheduler_outside():
                for _ in range(3)]
 
     def make():
-        m = ex.DigitsCNN(dropout=0.0).to(DEV)
+        m = ex.DigitsCNN().to(DEV)                 # dropout 0.25: the masks replay with the generator
         return m, torch.optim.AdamW(m.parameters(), lr=3e-3, weight_decay=1e-2)
 
     sched = lambda opt: torch.optim.lr_scheduler.StepLR(opt, 3, 0.7)   # noqa: E731 - lr changes every 3 steps
@@ -188,12 +188,34 @@ def test_item_inside_falls_back_with_message():
         strict(x)
 
 
-def test_dropout_and_scheduler_inside_fall_back():
+def test_dropout_replays_with_the_generator_and_host_scalars_fall_back():
     x = torch.randn(64, device=DEV)
-    cf = torch.compile(lambda t: F.dropout(t, 0.5, training=True))
-    with pytest.warns(RuntimeWarning, match="random numbers"):
+    drop = lambda t: F.dropout(t * 2, 0.5, training=True)   # noqa: E731
+    cf = torch.compile(drop)
+    torch.manual_seed(5)
+    eager = [_np(drop(x)) for _ in range(7)] + [_np(torch.rand(3, device=DEV))]
+    torch.manual_seed(5)
+    comp = [_np(cf(x)) for _ in range(7)] + [_np(torch.rand(3, device=DEV))]
+    assert cf.graphs() and not cf.fallbacks()
+    for a, b in zip(eager, comp):       # each call's mask, and the generator's state after them, as in eager
+        np.testing.assert_array_equal(a, b)
+    assert len({a.tobytes() for a in eager[:7]}) == 7
+    torch.manual_seed(6)                # a new seed reaches the replayed launches too
+    e2 = _np(drop(x))
+    torch.manual_seed(6)
+    np.testing.assert_array_equal(_np(cf(x)), e2)
+
+    c = torch.zeros(())                  # a 0-d cpu tensor is read as a kernel scalar: it changes per call
+    def bump(t):
+        c.add_(1)
+        return t * c
+    cb = torch.compile(bump)
+    with pytest.warns(RuntimeWarning, match="scalar argument of elementwise.*changes between calls"):
         for _ in range(4):
-            cf(x)
+            cb(x)
+
+
+def test_scheduler_inside_falls_back():
     m = nn.Linear(4, 1).to(DEV)
     opt = torch.optim.SGD(m.parameters(), lr=0.1)
     sch = torch.optim.lr_scheduler.StepLR(opt, 1, 0.5)

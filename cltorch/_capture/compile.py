@@ -231,7 +231,7 @@ class _Entry:
     """The capture state of one guard signature."""
 
     __slots__ = ("stage", "prev", "retries", "graph", "statics", "out_spec", "out_leaves", "exit_grads",
-                 "entry_grads", "regions", "rederive", "hyper", "reason", "launches_eager")
+                 "entry_grads", "regions", "rederive", "hyper", "reason", "launches_eager", "prev_rng", "rng")
 
     def __init__(self):
         self.stage = 0
@@ -241,6 +241,8 @@ class _Entry:
         self.reason = None
         self.hyper = None
         self.launches_eager = None
+        self.prev_rng = None
+        self.rng = None
 
 
 class CompiledFunction:
@@ -361,6 +363,8 @@ class CompiledFunction:
         by_param = {id(t): t for t in ts}
         grads_before = {id(t): t.grad for t in ts}
         gver_before = {id(t): (t.grad._storage.version if t.grad is not None else None) for t in ts}
+        gen = _default_generator()
+        rng_before = (gen._seed, gen._offset)
         hyper_before = _hyper(opts)
         sver = [s._storage.version for s, _ in statics]
         live_before = _live_buffers() if entry.prev is not None else set()     # before the run that may be kept
@@ -374,6 +378,7 @@ class CompiledFunction:
                 h.remove()
         _STATS["captures"] += 1
         tr = rec.trace
+        tr_rng = (rng_before, (gen._seed, gen._offset))
         if any(s._storage.version != v for (s, _), v in zip(statics, sver)):
             with _no_grad():
                 for s_, x_ in statics:
@@ -401,7 +406,7 @@ class CompiledFunction:
             if r[0][1] or r[0][2]:
                 self._fail(f"{type(r[0][0]).__name__}.step() called with arguments (a closure?)", out)
         if entry.prev is None:
-            entry.prev = tr
+            entry.prev, entry.prev_rng = tr, tr_rng
             return out
         why, varying = _trace.compare(entry.prev, tr)
         if why is None:
@@ -409,6 +414,9 @@ class CompiledFunction:
             for _, a, b in tr.regions:
                 in_region.update(range(a, b))
             bad = [(i, j) for i, j in varying if i not in in_region]
+            rng = _rng_plan(entry.prev, tr, entry.prev_rng, tr_rng, bad) if bad else None
+            if rng is not None:
+                bad = []
             if bad:
                 k = tr.entries[bad[0][0]][2]
                 lab = _trace.kernel_label(k)
@@ -418,13 +426,16 @@ class CompiledFunction:
             entry.retries += 1
             if entry.retries > MAX_RETRIES:
                 self._fail(why, out)
-            entry.prev = tr
+            entry.prev, entry.prev_rng = tr, tr_rng
             return out
         # the two runs agree: keep the second
+        entry.rng = rng if why is None else None
         entry.launches_eager = tr.launches()
         entry.rederive = bool([1 for i, _ in varying])
         if self.fuse:
-            tr, _ = fuse(tr)
+            tr, remap = fuse(tr)
+            if entry.rng is not None:
+                entry.rng = (entry.rng[0], entry.rng[1], [(remap[i], rel) for i, rel in entry.rng[2]])
         try:
             entry.graph = Graph(tr)
         except ValueError as e:
@@ -540,6 +551,8 @@ class CompiledFunction:
         if entry.regions and (entry.rederive or _hyper(opts) != entry.hyper):
             self._rederive(entry)
             entry.hyper = _hyper(opts)
+        if entry.rng is not None:
+            _rng_replay(g, entry.rng)
         outs = self._outputs(entry)
         g.replay()
         _STATS["replays"] += 1
@@ -588,6 +601,58 @@ class CompiledFunction:
     def fallbacks(self):
         """The reasons signatures fell back to eager."""
         return [e.reason for e in self.cache.values() if e.reason is not None]
+
+
+_PHILOX_OFFSET = 5          # philox_fill's argument positions: 3, 4 the key (from the seed), 5 the counter offset
+
+
+def _default_generator():
+    from ..ops.random import default_generator
+    return default_generator
+
+
+def _rng_plan(tr_a, tr, rng_a, rng_b, varying):
+    """When every varying scalar is a Philox counter offset that moved with the default generator (same seed,
+    the same consumption per call, each launch's offset the generator's offset at the call's start plus a
+    constant): ``(seed, consumed per call, [(entry, offset from the call's start)])``, else None."""
+    (seed_a, start_a), (seed_b2, end_a) = rng_a
+    (seed_b, start_b), (seed_e, end_b) = rng_b
+    if not (seed_a == seed_b2 == seed_b == seed_e):
+        return None
+    used = (end_b - start_b) & 0xFFFFFFFFFFFFFFFF
+    if used != ((end_a - start_a) & 0xFFFFFFFFFFFFFFFF) or used == 0:
+        return None
+    launches = []
+    for i, j in varying:
+        src = getattr(tr.entries[i][2], "_cltorch_src", None)
+        if src is None or src[1] != "philox_fill" or j != _PHILOX_OFFSET:
+            return None
+    for i, e in enumerate(tr.entries):
+        src = getattr(e[2], "_cltorch_src", None) if e[0] == "k" else None
+        if src is not None and src[1] == "philox_fill":
+            rel = (int(e[5][_PHILOX_OFFSET]) - start_b) & 0xFFFFFFFFFFFFFFFF
+            rel_a = (int(tr_a.entries[i][5][_PHILOX_OFFSET]) - start_a) & 0xFFFFFFFFFFFFFFFF
+            if rel >= used or rel != rel_a:
+                return None          # not drawn from the default generator during this call
+            launches.append((i, rel))
+    return seed_b, used, launches
+
+
+def _rng_replay(g, rng):
+    """Give each recorded Philox launch the counter offset (and key) eager would use now, and advance the
+    default generator by what one call consumes."""
+    from ..ops import _philox_ref as ref
+    seed, used, launches = rng
+    gen = _default_generator()
+    start = gen._offset
+    key = ref.key_from_seed(gen._seed) if gen._seed != seed else None
+    for i, rel in launches:
+        args = list(g.args_of(i))
+        args[_PHILOX_OFFSET] = (start + rel) & ref.MASK64
+        if key is not None:
+            args[3], args[4] = key
+        g.set_args(i, args)
+    gen._take(used)
 
 
 def _copy_out(src, off, shape, stride, dtype, device):
