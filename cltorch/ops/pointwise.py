@@ -87,7 +87,7 @@ def _signature(x):
     return (x.dtype, x._shape, x._stride, x.device) if isinstance(x, Tensor) else type(x)
 
 
-def _binary_forward(name, expr, rule):
+def _binary_forward(name, expr, rule, saves=True):
     resolved = {}   # promotion keys and default dtype -> (kernel expression, output dtype, compute dtype)
 
     def resolve(a, b):
@@ -109,7 +109,7 @@ def _binary_forward(name, expr, rule):
         r = resolved.get(key)
         if r is None:
             r = resolved[key] = [*resolve(a, b), None]
-        if ctx is not None:
+        if ctx is not None and saves:
             ctx.save_for_backward(a if _is_t(a) else None, b if _is_t(b) else None)
             ctx.a_scalar, ctx.b_scalar = (None if _is_t(a) else a), (None if _is_t(b) else b)
         if out is not None:
@@ -161,8 +161,11 @@ def _complex_inplace(self, name, r):
     return self.copy_(r)
 
 
-def defbinary(name, expr, rule="same", backward=None, inplace=True, reflect=None, op_name=None):
-    op = register(name, _binary_forward(name, expr, rule), backward)
+def defbinary(name, expr, rule="same", backward=None, inplace=True, reflect=None, op_name=None, saves=True):
+    """Register binary op ``name``: kernel ``expr`` over x0, x1, dtype ``rule``, derivative ``backward(ctx, grad)``;
+    also its in-place form and reflected operator. ``saves=False``: the derivative reads neither operand, so the
+    forward keeps no reference to them (add, sub)."""
+    op = register(name, _binary_forward(name, expr, rule, saves), backward)
     _BINARY[name] = op
 
     def fn(a, b, *, out=None):
@@ -209,10 +212,20 @@ def _zero_grad(ctx, g):
     return None, None
 
 
-add = defbinary("add", "x0 + x1", backward=lambda ctx, g: (g, g), reflect="__radd__")
-sub = defbinary("sub", "x0 - x1", backward=lambda ctx, g: (g, -g))
-mul = defbinary("mul", "x0 * x1", backward=lambda ctx, g: (lambda a, b: (g * b, g * a))(*_g(ctx)),
-                reflect="__rmul__")
+add = defbinary("add", "x0 + x1", backward=lambda ctx, g: (g, g), reflect="__radd__", saves=False)
+def _needs(ctx):
+    """Which of the two operands want a gradient (both, where the context was not made by the recorder)."""
+    return ctx.needs_input_grad or (True, True)
+
+
+def _mul_backward(ctx, g):
+    a, b = _g(ctx)
+    na, nb = _needs(ctx)
+    return (g * b if na else None), (g * a if nb else None)
+
+
+sub = defbinary("sub", "x0 - x1", backward=lambda ctx, g: (g, -g if _needs(ctx)[1] else None), saves=False)
+mul = defbinary("mul", "x0 * x1", backward=_mul_backward, reflect="__rmul__")
 _true_div = defbinary("true_divide", "x0 / x1", rule="float",
                 backward=lambda ctx, g: (lambda a, b: (g / b, -g * a / (b * b) if _is_t(b) else None))(*_g(ctx)))
 atan2 = defbinary("atan2", "atan2(x0, x1)", rule="float",
@@ -483,9 +496,18 @@ def _unary_forward(name, expr, rule):
     return forward
 
 
-def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=False):
+def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=False, bw_expr=None):
+    """Register unary op ``name``: kernel ``expr`` over x0, dtype ``rule``, derivative ``backward(a, out, grad)``
+    written with differentiable tensor ops. ``bw_expr``, when given, is the same derivative as one kernel
+    expression over x0 = grad, x1 = a, x2 = out, in the order of ``backward``'s operations (so the result is
+    bit-identical under FP_CONTRACT OFF): the backward launches it once instead of one kernel per operation when
+    the gradient itself is not recorded (no ``create_graph``) and grad, a and out share a float32/float64 dtype,
+    as PyTorch's ``tanh_backward``-style kernels do."""
     def bw(ctx, g):
         a, o = ctx.saved_tensors
+        if bw_expr is not None and not is_grad_enabled() and g.dtype is o.dtype and a.dtype is o.dtype and \
+                (o.dtype is D.float32 or o.dtype is D.float64):
+            return (pointwise(_render(bw_expr, o.dtype), [g, a, o], o.dtype, o.dtype),)
         return (backward(a, o, g),)
     op = register(name, _unary_forward(name, expr, rule), bw if backward is not None else None)
 
@@ -533,10 +555,11 @@ log = defunary("log", "log(x0)", "float", lambda a, o, g: g / a)
 log2 = defunary("log2", "log2(x0)", "float", lambda a, o, g: g / (a * math.log(2.0)))
 log10 = defunary("log10", "log10(x0)", "float", lambda a, o, g: g / (a * math.log(10.0)))
 log1p = defunary("log1p", "log1p(x0)", "float", lambda a, o, g: g / (a + 1))
-sqrt = defunary("sqrt", "sqrt(x0)", "float", lambda a, o, g: g / (o * 2), uses_out=True)
+sqrt = defunary("sqrt", "sqrt(x0)", "float", lambda a, o, g: g / (o * 2), uses_out=True,
+                bw_expr="x0 / (x2 * 2.0f)")
 rsqrt = defunary("rsqrt", "rsqrt(x0)", "float", lambda a, o, g: g * o * o * o * -0.5, uses_out=True)
-sin = defunary("sin", "sin(x0)", "float", lambda a, o, g: g * a.cos())
-cos = defunary("cos", "cos(x0)", "float", lambda a, o, g: -g * a.sin())
+sin = defunary("sin", "sin(x0)", "float", lambda a, o, g: g * a.cos(), bw_expr="x0 * cos(x1)")
+cos = defunary("cos", "cos(x0)", "float", lambda a, o, g: -g * a.sin(), bw_expr="(-x0) * sin(x1)")
 tan = defunary("tan", "tan(x0)", "float", lambda a, o, g: g * (o * o + 1), uses_out=True)
 asin = defunary("asin", "asin(x0)", "float", lambda a, o, g: g * (1 - a * a).rsqrt())
 acos = defunary("acos", "acos(x0)", "float", lambda a, o, g: -g * (1 - a * a).rsqrt())
@@ -544,12 +567,15 @@ atan = defunary("atan", "atan(x0)", "float", lambda a, o, g: g / (a * a + 1))
 arcsin, arccos, arctan = asin, acos, atan
 sinh = defunary("sinh", "sinh(x0)", "float", lambda a, o, g: g * a.cosh())
 cosh = defunary("cosh", "cosh(x0)", "float", lambda a, o, g: g * a.sinh())
-tanh = defunary("tanh", "tanh(x0)", "float", lambda a, o, g: g * (1 - o * o), uses_out=True)
+tanh = defunary("tanh", "tanh(x0)", "float", lambda a, o, g: g * (1 - o * o), uses_out=True,
+                bw_expr="x0 * (1.0f - x2 * x2)")
 asinh = defunary("asinh", "asinh(x0)", "float", lambda a, o, g: g * (a * a + 1).rsqrt())
 acosh = defunary("acosh", "acosh(x0)", "float", lambda a, o, g: g * (a * a - 1).rsqrt())
 atanh = defunary("atanh", "atanh(x0)", "float", lambda a, o, g: g / (1 - a * a))
-sigmoid = defunary("sigmoid", "1.0f / (1.0f + exp(-x0))", "float", lambda a, o, g: g * o * (1 - o), uses_out=True)
-relu = defunary("relu", lambda ct: "(x0 < 0 ? (%s)0 : x0)" % ct.cl, "same", lambda a, o, g: g * (a > 0))
+sigmoid = defunary("sigmoid", "1.0f / (1.0f + exp(-x0))", "float", lambda a, o, g: g * o * (1 - o), uses_out=True,
+                   bw_expr="(x0 * x2) * (1.0f - x2)")
+relu = defunary("relu", lambda ct: "(x0 < 0 ? (%s)0 : x0)" % ct.cl, "same", lambda a, o, g: g * (a > 0),
+                bw_expr="x0 * (x1 > 0.0f ? 1.0f : 0.0f)")
 erf = defunary("erf", "erf(x0)", "float", lambda a, o, g: g * (2.0 / math.sqrt(math.pi)) * (-(a * a)).exp())
 erfc = defunary("erfc", "erfc(x0)", "float", lambda a, o, g: g * (-2.0 / math.sqrt(math.pi)) * (-(a * a)).exp())
 floor = defunary("floor", lambda ct: "floor(x0)" if ct.is_floating_point else "x0", "same", lambda a, o, g: g * 0)
