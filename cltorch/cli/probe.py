@@ -196,7 +196,14 @@ def run(args):
         from .devices import HINT
         print(HINT)
         return 1
-    devs = args.device or [f"cl:{i.index}" for i in infos]
+    # a simulator (Oclgrind) runs every work-item in an interpreter: its probe takes many minutes, so it is probed
+    # only when named with --device
+    sims = [i for i in infos if "oclgrind" in i.platform.lower()]
+    devs = args.device or [f"cl:{i.index}" for i in infos if i not in sims]
+    if not args.device and sims:
+        import sys
+        print("not probed (a simulator; name it with --device to probe it): "
+              + ", ".join(f"cl:{i.index} ({i.name})" for i in sims), file=sys.stderr)
     results, failed = [], False
     for dev in devs:
         entry = {"device": dev, "name": None}
