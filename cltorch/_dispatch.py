@@ -171,16 +171,23 @@ def _call(op, args, kw):
 
 # ------------------------------------------------------------------------------------------------ 16-bit widening
 # Ops whose kernels compute float32/float64 only. "all": bfloat16 inputs always, float16 inputs on devices without
-# cl_khr_fp16; "bf16": bfloat16 only (the GEMM reads and writes half itself with vload_half / vstore_half_rte).
+# cl_khr_fp16; "bf16": bfloat16 only (the GEMM reads and writes half itself with vload_half / vstore_half_rte);
+# "any16": bfloat16 and float16 on every device (the recurrent kernels have no half variant).
 # Such an op runs on float32 copies (differentiable casts) and its floating outputs are rounded back to the 16-bit
 # dtype: float32 accumulation, 16-bit in and out, as PyTorch computes half and bfloat16 on CPUs.
 WIDEN = {n: "all" for n in (
     "sum", "mean", "prod", "amax", "amin", "max_dim", "min_dim", "cumsum", "cumprod", "cummax", "cummin",
-    "softmax", "layer_norm", "group_norm", "batch_norm", "cross_entropy", "cross_entropy_prob",
+    "softmax", "cross_entropy", "cross_entropy_prob",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "scaled_dot_product_flash_attention",
-    "rnn_layer", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "linalg_vector_norm", "sort",
+    "linalg_vector_norm", "sort",
     "avg_pool2d", "avg_pool2d_backward")}
-WIDEN["mm"] = "bf16"
+# the norms too: their half path mixes float16 input with float32 weights wrongly (batch_norm under autocast on
+# Intel's runtime was off by 4 where float32 copies agree to 4e-3)
+WIDEN.update((n, "any16") for n in ("rnn_layer", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "layer_norm",
+                                    "group_norm", "batch_norm"))
+WIDEN.update((n, "bf16") for n in ("mm", "convolution", "convolution_transpose", "convolution_weight",
+                                    "convolution_weight_bias", "max_pool2d_with_indices", "max_pool2d_gather",
+                                    "max_pool2d_scatter", "resample1d", "resample1d_backward"))
 
 _NO = object()
 _FP16_OK = {}
@@ -211,17 +218,21 @@ def _widened(op, args, kw):
     low = None
     for t in _tensors(args):
         d = t.dtype
-        if d is D.bfloat16 or (d is D.float16 and op.widen == "all" and not _fp16_native(t.device)):
+        if d is D.bfloat16 or (d is D.float16 and (op.widen == "any16" or
+                                                   (op.widen == "all" and not _fp16_native(t.device)))):
             low = d
             break
     if low is None:
         return _NO
-    if low is D.float16 and op.widen != "all":
-        return _NO
-    explicit = any(isinstance(v, D.dtype) for v in list(args) + list(kw.values()))
+    explicit = [v for v in list(args) + list(kw.values()) if isinstance(v, D.dtype)]
+    if explicit:      # an explicit 16-bit result dtype: computed as float32, rounded to it at the end
+        low = explicit[0] if explicit[0] in (D.float16, D.bfloat16) else None
+        kw = {k: (D.float32 if v is D.float16 or v is D.bfloat16 else v) for k, v in kw.items()}
     pairs = []
 
     def up(a):
+        if a is D.float16 or a is D.bfloat16:
+            return D.float32
         if a.__class__ in (list, tuple):
             return a.__class__(up(b) for b in a)
         d = getattr(a, "dtype", None)
@@ -239,7 +250,7 @@ def _widened(op, args, kw):
                 a.copy_(w)
     finally:
         set_grad_enabled_raw(prev)
-    if explicit:
+    if low is None:
         return out
 
     def down(o):

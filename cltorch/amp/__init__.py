@@ -8,4 +8,15 @@ from .autocast_mode import (autocast, custom_fwd, custom_bwd, is_autocast_availa
                             autocast_decrement_nesting)
 from .grad_scaler import GradScaler  # noqa: F401
 
+
+def _install_nn():
+    import sys
+    from ..ops._autocast import install
+    from .. import nn  # noqa: F401
+    mods = [m for k, m in list(sys.modules.items()) if k.startswith("cltorch.nn.") and "functional" in k]
+    return install(mods)
+
+
+_install_nn()
+
 __all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available", "GradScaler"]

@@ -32,30 +32,35 @@ def _wrap(fn, name):
     return autocast_wrapper
 
 
-def _install():
+def install(modules, tensor_methods=True):
+    """Wrap, in each of ``modules``, the functions defined there whose names ``_dispatch.AUTOCAST_OPS`` lists
+    (and every other name in those modules, and Tensor attribute, bound to the same function). Used here for the
+    op modules and by ``cltorch.amp`` for the nn.functional modules above this floor. Returns how many."""
     names = set()
     for table in _dispatch.AUTOCAST_OPS.values():
         names.update(table)
     wrapped = {}
-    for mod in _MODULES:
+    for mod in modules:
         for name in names:
             fn = mod.__dict__.get(name)
             if callable(fn) and getattr(fn, "__module__", None) == mod.__name__ and not isinstance(fn, type):
+                if hasattr(fn, "_autocast_original"):
+                    continue
                 w = wrapped.get(id(fn))
                 if w is None:
                     w = wrapped[id(fn)] = (fn, _wrap(fn, name))
                 setattr(mod, name, w[1])
     originals = {id(f): w for f, w in wrapped.values()}
-    for mod in _MODULES:             # aliases and re-imports of the same function objects in other op modules
+    for mod in modules:              # aliases and re-imports of the same function objects in other op modules
         for k, v in list(mod.__dict__.items()):
             w = originals.get(id(v))
             if w is not None:
                 setattr(mod, k, w)
-    for k in list(vars(Tensor)):
+    for k in list(vars(Tensor)) if tensor_methods else ():
         w = originals.get(id(vars(Tensor)[k]))
         if w is not None:
             setattr(Tensor, k, w)
     return len(originals)
 
 
-N_WRAPPED = _install()
+N_WRAPPED = install(_MODULES)
