@@ -416,3 +416,19 @@ def test_returning_an_argument_and_a_view_of_it():
         np.testing.assert_array_equal(_np(b), tn[1:] * 2)
         np.testing.assert_array_equal(_np(c), tn[:2])
     assert cf.graphs()
+
+
+def test_every_kernel_launch_goes_through_the_runtime():
+    """Capture sees only what Runtime.launch and pyopencl's copy/fill functions see: a kernel enqueued on a queue
+    directly would be left out of every replay. No module outside the runtime and the capture package may."""
+    import re
+    pat = re.compile(r"enqueue_nd_range_kernel|\w\((?:self|rt|st\._rt|\w+)\.queue,\s*\(?\w*gs|\bk\w*\(\s*\w+\.queue\b")
+    bad = []
+    for path in (ROOT / "cltorch").rglob("*.py"):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in ("cltorch/backend/runtime.py",) or rel.startswith("cltorch/_capture/"):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if pat.search(line) and "enqueue_copy" not in line and "enqueue_fill" not in line:
+                bad.append(f"{rel}:{n}: {line.strip()}")
+    assert not bad, bad
