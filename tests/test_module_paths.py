@@ -32,8 +32,6 @@ NOT_PROVIDED = {
     "backends.python_native": "PyTorch's Python-native op overrides switch (internal)",
     "backends.xeon": "launcher for Xeon CPUs (a command-line tool)", "backends.xnnpack": _NOT_USED.format("XNNPACK"),
     "contrib": "an empty package in PyTorch",
-    "cpu": "PyTorch's cpu stream/amp device module; cltorch's devices are queried through cltorch.cl and "
-           "cltorch.accelerator",
     "mps": "Apple MPS device module: no MPS here (Apple GPUs are reached through OpenCL)",
     "xpu": "Intel XPU device module: no SYCL here (Intel GPUs are reached through OpenCL)",
     "mtia": "Meta MTIA device module: no such device", "numa": "NUMA binding for PyTorch's launcher",
