@@ -102,11 +102,27 @@ def reduction():
 
 
 def gemm():
-    shapes = [(9, 7, 5), (33, 18, 21)] if TINY else [(37, 29, 41), (130, 67, 45), (150, 140, 131)]
-    for M, N, K in shapes:                         # the last: cbrt(MNK) > 128, the large-tile row
-        a, b = arr(M, K), arr(K, N)
-        close(f"mm {M}x{N}x{K}", C(a) @ C(b), T(a.astype(np.float64)) @ T(b.astype(np.float64)), 1e-4, 1e-4)
-        close(f"mm A^T B^T {M}x{N}x{K}", C(a.T.copy()).t() @ C(b.T.copy()).t(), T(a) @ T(b), 1e-4, 1e-4)
+    from cltorch.backend import runtime
+    from cltorch.ops import _gemm
+    idx = ct.device(DEV).index
+    prof = runtime(idx if idx is not None else 0).profile
+    g = dict(prof.get("gemm", {}))
+    shapes = [(9, 7, 5), (70, 33, 21)] if TINY else [(37, 29, 41), (130, 67, 45), (150, 140, 131)]
+    # every row of the profile's table at every shape (a row is chosen by size, so small shapes alone would
+    # leave the large-tile rows unrun; under Oclgrind only small shapes are affordable)
+    rows = [({k: v for k, v in r.items() if k not in ("upto", "m_upto")}) for r in (g.get("sizes") or [{}])]
+    try:
+        for ri, row in enumerate(rows):
+            prof["gemm"] = dict(g, sizes=[row])
+            _gemm.clear_cache()
+            for M, N, K in shapes:
+                a, b = arr(M, K), arr(K, N)
+                ref = T(a.astype(np.float64)) @ T(b.astype(np.float64))
+                close(f"mm {M}x{N}x{K} row {ri} {row}", C(a) @ C(b), ref, 1e-4, 1e-4)
+                close(f"mm A^T B^T {M}x{N}x{K} row {ri}", C(a.T.copy()).t() @ C(b.T.copy()).t(), ref, 1e-4, 1e-4)
+    finally:
+        prof["gemm"] = g
+        _gemm.clear_cache()
     a, b = arr(3, 11, 6), arr(3, 6, 13)
     close("bmm", ct.bmm(C(a), C(b)), torch.bmm(T(a), T(b)), 1e-4, 1e-5)
     a64, b64 = arr(19, 23, dtype=np.float64), arr(23, 17, dtype=np.float64)
