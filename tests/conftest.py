@@ -14,7 +14,24 @@ except ImportError:  # pragma: no cover
 
 import cltorch
 
-DEVICES = ["cpu"] + [f"cl:{i}" for i in range(cltorch.cl.device_count())]
+
+
+def _test_devices():
+    """The devices that device-parametrized tests run on: 'cpu' and the default OpenCL device, cl:0 (README's
+    vendor matrix runs the suite once per runtime by putting its platform first, CLTORCH_PLATFORM).
+    CLTORCH_TEST_DEVICES=all adds every other device except simulators (Oclgrind, which
+    tests/test_kernel_configs.py covers at small shapes); a comma-separated list (``cl:0,cl:2``) names them."""
+    from cltorch.backend.devices import list_devices
+    infos = list_devices()
+    want = os.environ.get("CLTORCH_TEST_DEVICES", "").strip()
+    if want == "all":
+        return ["cpu"] + [f"cl:{i.index}" for i in infos if "oclgrind" not in i.platform.lower()]
+    if want:
+        return [d.strip() for d in want.split(",") if d.strip()]
+    return ["cpu"] + (["cl:0"] if infos else [])
+
+
+DEVICES = _test_devices()
 
 
 @pytest.fixture(params=DEVICES)
