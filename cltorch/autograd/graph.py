@@ -312,7 +312,8 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
         node = ready.pop()
         buf = buffers.pop(node, None)
         if node.__class__ is AccumulateGrad:
-            _accumulate_leaf(node, buf[0] if buf is not None else None, capture, results, accumulate,
+            # popped, not read: the engine must hold no reference to the gradient (see _grad_for_leaf)
+            _accumulate_leaf(node, buf.pop() if buf is not None else None, capture, results, accumulate,
                              inputs is None, create_graph)
             continue
         if needed is not None and node not in needed:

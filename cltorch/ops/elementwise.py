@@ -201,6 +201,32 @@ def _aligned(t, vw):
     return host_address(st.host) % (vw * t.dtype.itemsize) == 0
 
 
+def _queued(xs):
+    """True when a kernel may still be queued on the storage of one of the tensors in ``xs`` (their runtime has
+    pending work): a host (numpy) op on them would have to wait for it, where a kernel queues behind it in order."""
+    for x in xs:
+        if isinstance(x, Tensor):
+            rt = x._storage._rt
+            if rt is not None and rt.pending:
+                return True
+    return False
+
+
+def _exposed(out, operands):
+    """True when one of these cpu storages is shared with numpy (``from_numpy``, ``.numpy()``, ``np.asarray``).
+
+    cpu kernels are asynchronous like any device's: every host read of a storage (``_host_view``, ``read``,
+    ``item``, the numpy host paths) first waits for its queue (``Storage.host_sync``), and the runtime keeps queued
+    storages alive until the next synchronize. Memory numpy shares can be read or written behind our back at any
+    time, so an op touching it finishes before returning (DESIGN.md decision 2)."""
+    if out is not None and out._storage.exposed:
+        return True
+    for x in operands:
+        if isinstance(x, Tensor) and x._storage.exposed:
+            return True
+    return False
+
+
 def sync_if_exposed(storages):
     for st in storages:
         if st.exposed and st.host is not None:
@@ -247,7 +273,8 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     if n == 0:
         return out
     cts = op_compute or [compute] * len(ops)
-    if n <= _HOST_MAX and out._storage.host is not None and all(t._storage.host is not None for t in tens):
+    if n <= _HOST_MAX and out._storage.host is not None and all(t._storage.host is not None for t in tens) and \
+            (n == 1 or not _queued([out, *tens])):
         code = _host_code(expr, cts, out_dtype)
         if code is not None:
             if all(a is b for a, b in zip(ops, operands)):
@@ -310,8 +337,8 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     gs = ((items + ls - 1) // ls) * ls
     rt.launch(k, (gs,), (ls,), *args)
     sync = out._storage.host is not None or any(t._storage.host is not None for t in tens)
-    if sync:
-        rt.synchronize()   # cpu tensors: synchronous, so numpy views and host memory are never stale
+    if sync and _exposed(out, tens):
+        rt.synchronize()   # memory numpy shares is never stale (see _exposed)
     if all(a is b for a, b in zip(ops, operands)):
         tail = args[2 + len(ops) + len(tens):]       # after out's and each operand's (buffer, offset) or value
         _plans[pkey] = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=tail, vw=vw, sync=sync)
@@ -387,12 +414,16 @@ class _Plan:
         args += self.tail
         rt = self.rt
         rt.launch(self.kernel, self.gs, self.ls, *args)
-        if self.sync:
+        if self.sync and _exposed(out, operands):
             rt.synchronize()
         return out
 
     def _run_host(self, operands, out):
-        """The numpy form (see ``_host_code``): operands read as the plan recorded, the result cast into out."""
+        """The numpy form (see ``_host_code``): operands read as the plan recorded, the result cast into out.
+        Returns None (the caller takes the kernel path, queued behind them) when kernels may still be queued on
+        the operands or on out, rather than waiting for them; a single element is read after the wait."""
+        if self.numel != 1 and (_queued(operands) or out is not None and _queued((out,))):
+            return None
         args = []
         for x, read, ct in zip(operands, self.reads, self.cts):
             if read is None:
