@@ -395,26 +395,25 @@ class _Plan:
     def run(self, operands, out):
         if self.code is not None:
             return self._run_host(operands, out)
-        vw = self.vw
-        if vw:
-            if out is not None and not _aligned(out, vw):
-                return None
-            for x in operands:
-                if isinstance(x, Tensor) and not _aligned(x, vw):
-                    return None
-        if out is None:
-            out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device), self.shape, self.stride)
-        args = [out._storage.cl_buffer(), out._offset]
+        vw, host = self.vw, self.sync       # sync: cpu storages, whose buffers and alignment need their host memory
+        if vw and out is not None and not _aligned(out, vw):
+            return None
+        args = []
         for x in operands:
             if isinstance(x, Tensor):
-                args.append(x._storage.cl_buffer())
+                st = x._storage
+                if vw and (not _aligned(x, vw) if host else x._offset % vw):
+                    return None
+                args.append(st.cl_buffer() if host else st.buf)
                 args.append(x._offset)
             else:
                 args.append(x)
-        args += self.tail
+        if out is None:
+            out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device), self.shape, self.stride)
+        ost = out._storage
         rt = self.rt
-        rt.launch(self.kernel, self.gs, self.ls, *args)
-        if self.sync and _exposed(out, operands):
+        rt.launch(self.kernel, self.gs, self.ls, ost.cl_buffer() if host else ost.buf, out._offset, *args, *self.tail)
+        if host and _exposed(out, operands):
             rt.synchronize()
         return out
 
