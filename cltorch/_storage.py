@@ -44,10 +44,13 @@ class Storage:
 
     # ------------------------------------------------------------ construction
     @classmethod
-    def empty(cls, size, dtype, device):
+    def empty(cls, size, dtype, device, for_kernel=False):
+        """``size`` uninitialised elements. A cpu storage's memory is aligned when a kernel first uses it
+        (``align_host``); ``for_kernel=True`` (a kernel's output) allocates it aligned at once instead of moving it
+        then."""
         size = int(size)
         if device.type == "cpu":
-            return cls(device, dtype, size, host=np.empty(size, dtype.np))   # aligned when a kernel first uses it
+            return cls(device, dtype, size, host=aligned_empty(size, dtype.np) if for_kernel else np.empty(size, dtype.np))
         rt = backend.runtime(device.index)
         if dtype.is_floating_point and dtype.itemsize != 4 or dtype.itemsize == 16:   # fp64 / fp16 extensions
             _check_caps(dtype, rt)

@@ -11,6 +11,7 @@ import threading
 from .. import _dtype as D
 from .._dispatch import Ctx, set_grad_enabled_raw, set_recorder
 from .._tensor import Tensor
+from ..ops.elementwise import pointwise
 
 __all__ = ["Node", "AccumulateGrad", "run_backward", "RemovableHandle"]
 
@@ -429,6 +430,10 @@ def _grad_for_leaf(g):
         if (sys.getrefcount(g._storage) <= 2) if base is None else \
                 (sys.getrefcount(base) <= 3 and sys.getrefcount(g._storage) <= 3):   # base: g._base, local, argument
             return Tensor._make(g._storage, g._shape)
+    if g.is_contiguous() and g.dtype._kind == 2 and g.dtype is not D.float16:
+        # clone's result for a contiguous g, as one elementwise copy: on cpu it queues behind the kernels that made g
+        # instead of waiting for them to copy in numpy
+        return pointwise("x0", [g], g.dtype, g.dtype)
     return g.detach().clone()
 
 

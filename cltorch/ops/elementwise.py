@@ -409,7 +409,8 @@ class _Plan:
             else:
                 args.append(x)
         if out is None:
-            out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device), self.shape, self.stride)
+            out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device, for_kernel=True), self.shape,
+                               self.stride)
         ost = out._storage
         rt = self.rt
         rt.launch(self.kernel, self.gs, self.ls, ost.cl_buffer() if host else ost.buf, out._offset, *args, *self.tail)
