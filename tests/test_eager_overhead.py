@@ -171,3 +171,20 @@ def test_cpu_single_elements_and_queued_results_read_right():
     assert abs(s.item() - float(np.tanh(_pair(10, n=1000)).astype(np.float64).sum())) < 1e-3
     one = cltorch.tensor([0.5]).tanh()
     assert abs((one + 1).item() - (np.tanh(0.5) + 1)) < 1e-6
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_shared_gradient_reaches_two_leaves_as_separate_tensors(device):
+    """add's backward hands one gradient to both leaves: the second must get its own copy (PyTorch's rule), and on
+    cpu that copy queues behind the backward's kernels instead of waiting for them."""
+    ga = _pair(11, n=4096)
+    a = cltorch.zeros(4096, device=device, requires_grad=True)
+    b = cltorch.zeros(4096, device=device, requires_grad=True)
+    y = (a + b).tanh()
+    y.backward(cltorch.tensor(ga, device=device))
+    if device == "cpu":
+        assert cltorch.backend.cpu_runtime().pending, "the cpu backward waited for its kernels"
+    assert a.grad is not b.grad and a.grad._storage is not b.grad._storage
+    assert_close(to_np(a.grad), ga)
+    a.grad.mul_(0)
+    assert_close(to_np(b.grad), ga)
