@@ -1,4 +1,5 @@
 ## Shared preamble: extensions, FP contraction off (bit-identical results across devices), helpers.
+<%namespace name="det" file="det_math.cl.mako"/>
 <%def name="preamble(types)">
 #pragma OPENCL FP_CONTRACT OFF
 % if "double" in types:
@@ -26,5 +27,9 @@ inline double remainder_d(double a, double b) { double r = fmod(a, b); return (r
 inline double floordiv_d(double a, double b) { double m = fmod(a, b); double d = (a - m) / b; if (m != 0.0 && ((b < 0.0) != (m < 0.0))) d -= 1.0; if (d == 0.0) return copysign(0.0, a / b); double fd = floor(d); if (d - fd > 0.5) fd += 1.0; return b == 0.0 ? a / b : fd; }
 inline double nan_max_d(double a, double b) { return (isnan(a) || isnan(b)) ? (0.0/0.0) : fmax(a, b); }
 inline double nan_min_d(double a, double b) { return (isnan(a) || isnan(b)) ? (0.0/0.0) : fmin(a, b); }
+% endif
+% if context.get("deterministic"):
+## cltorch.use_deterministic_algorithms(True): own + - * / polynomials for the math builtins
+${det.helpers(types)}
 % endif
 </%def>

@@ -218,7 +218,8 @@ __kernel void loss_reduce(__global ${T}* out, __global ${CT}* den, __global ${CT
     long k = get_global_id(0);
     if (k >= P) return;
     long r0 = k * CH, r1 = min(r0 + CH, n);
-    ${CT} sl = 0, sw = 0;
+## deterministic mode: Intel's CPU compiler vectorises this sum (reassociating it); volatile keeps IEEE's order
+    ${"volatile " if context.get("deterministic") else ""}${CT} sl = 0, sw = 0;
     for (long r = r0; r < r1; ++r) sl += loss[loss_off + r];
     if (has_wt) for (long r = r0; r < r1; ++r) sw += wt[wt_off + r];
     if (P > 1) { part[k] = sl; part[P + k] = sw; return; }

@@ -59,6 +59,9 @@ from .amp import (is_autocast_enabled, get_autocast_dtype, set_autocast_dtype, s
                   clear_autocast_cache, is_autocast_cache_enabled, set_autocast_cache_enabled,
                   autocast_increment_nesting, autocast_decrement_nesting)
 from . import cpu  # noqa: E402,F401  (torch.cpu: cpu.amp.autocast)
+from ._deterministic import (use_deterministic_algorithms, are_deterministic_algorithms_enabled,  # noqa: F401
+                             is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
+                             get_deterministic_debug_mode)
 from . import distributions  # noqa: E402,F401
 from .serialization import save, load
 

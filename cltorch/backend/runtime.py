@@ -49,6 +49,10 @@ def install_hint():
 # The templates that read and write bfloat16 (as ushort bit patterns, computing in float); any other template
 # rendered with the bfloat16 type raises NotImplementedError before it is built.
 BF16_TEMPLATES = frozenset({"elementwise.cl.mako"})
+# cltorch.use_deterministic_algorithms(True) sets DETERMINISTIC[0]: programs are rendered with deterministic=True
+# and built with these options (see Runtime.program), so the default path's sources and caches are untouched
+DETERMINISTIC = [False]
+DET_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt",)
 
 
 class Runtime:
@@ -63,8 +67,11 @@ class Runtime:
         import pyopencl.tools as cltools
         self.info = info
         self.index = info.index
-        self.profile = load_profile(info)
-        for cap in self.profile.get_value("quirks", "mask", []) or []:
+        self.profile = self.native_profile = load_profile(info)
+        if DETERMINISTIC[0]:
+            from .deterministic import profile as _det_profile
+            self.profile = _det_profile()
+        for cap in self.native_profile.get_value("quirks", "mask", []) or []:
             setattr(info, cap, False)
         self.ctx = cl.Context([info.cl_device])
         import os
@@ -88,7 +95,12 @@ class Runtime:
 
     # ---------------------------------------------------------------- kernels
     def program(self, template, options=(), **params):
-        """The built program of ``template`` rendered with ``params`` (memoised per device)."""
+        """The built program of ``template`` rendered with ``params`` (memoised per device). In deterministic mode
+        (``cltorch.use_deterministic_algorithms``) every program is rendered with ``deterministic=True`` (the
+        preamble's own math functions) and built with IEEE-rounded division and sqrt."""
+        if DETERMINISTIC[0]:
+            params = dict(params, deterministic=True)
+            options = tuple(options) + tuple(o for o in DET_OPTIONS if o not in options)
         key = (template, options, tuple(sorted((k, program._hashable(v)) for k, v in params.items())))
         prg = self._programs.get(key)
         if prg is None:
@@ -112,7 +124,8 @@ class Runtime:
         Call it as ``k(rt.queue, global_size, local_size, *args)``. The cache key is the template, its
         parameters and the kernel name, so look it up once per signature and keep it.
         """
-        key = (template, name, options, tuple(sorted((k, program._hashable(v)) for k, v in params.items())))
+        key = (template, name, options, DETERMINISTIC[0],
+               tuple(sorted((k, program._hashable(v)) for k, v in params.items())))
         k = self._kernels.get(key)
         if k is None:
             import pyopencl as cl
