@@ -201,17 +201,6 @@ def _aligned(t, vw):
     return host_address(st.host) % (vw * t.dtype.itemsize) == 0
 
 
-def _queued(xs):
-    """True when a kernel may still be queued on the storage of one of the tensors in ``xs`` (their runtime has
-    pending work): a host (numpy) op on them would have to wait for it, where a kernel queues behind it in order."""
-    for x in xs:
-        if isinstance(x, Tensor):
-            rt = x._storage._rt
-            if rt is not None and rt.pending:
-                return True
-    return False
-
-
 def _exposed(out, operands):
     """True when one of these cpu storages is shared with numpy (``from_numpy``, ``.numpy()``, ``np.asarray``).
 
@@ -273,8 +262,7 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     if n == 0:
         return out
     cts = op_compute or [compute] * len(ops)
-    if n <= _HOST_MAX and out._storage.host is not None and all(t._storage.host is not None for t in tens) and \
-            (n == 1 or not _queued([out, *tens])):
+    if n <= _HOST_MAX and out._storage.host is not None and all(t._storage.host is not None for t in tens):
         code = _host_code(expr, cts, out_dtype)
         if code is not None:
             if all(a is b for a, b in zip(ops, operands)):
@@ -420,10 +408,8 @@ class _Plan:
 
     def _run_host(self, operands, out):
         """The numpy form (see ``_host_code``): operands read as the plan recorded, the result cast into out.
-        Returns None (the caller takes the kernel path, queued behind them) when kernels may still be queued on
-        the operands or on out, rather than waiting for them; a single element is read after the wait."""
-        if self.numel != 1 and (_queued(operands) or out is not None and _queued((out,))):
-            return None
+        Operands that kernels may still be writing are read after waiting for them (measured: numpy plus the wait
+        beats queueing a kernel behind them for these sizes on PoCL)."""
         args = []
         for x, read, ct in zip(operands, self.reads, self.cts):
             if read is None:
