@@ -262,7 +262,15 @@ def random_(self, from_=0, to=None, *, generator=None):
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
-    """Fill with 0/1 draws of probability p (a number, or a tensor broadcastable to self)."""
+    """Fill with 0/1 draws of probability p (a number, or a tensor broadcastable to self). float16 and bfloat16
+    (dropout's masks under autocast) are drawn as float32 and copied."""
+    if self.dtype is D.bfloat16 or self.dtype is D.float16:
+        from .views import _copy_into
+        tmp = Tensor._empty(self._shape, D.float32, self.device)
+        bernoulli_(tmp, p, generator=generator)
+        _copy_into(self, tmp)
+        self._storage.version += 1
+        return self
     if isinstance(p, Tensor):
         pt = p.to(device=self.device).expand(*self._shape).contiguous()
         if pt.dtype not in (D.float32, D.float64):
