@@ -76,6 +76,18 @@ def summary(results, devices):
     return "\n".join(lines)
 
 
+def _where_tables():
+    """The rst tables of where each host linear-algebra op runs, as written in the ops modules' docstrings."""
+    import importlib
+    out = []
+    for mod in ("cltorch.ops.lapack", "cltorch.ops.lapack_api"):
+        doc = (importlib.import_module(mod).__doc__ or "").splitlines()
+        rules = [i for i, ln in enumerate(doc) if ln.startswith("====")]
+        if len(rules) >= 2:
+            out.append(doc[rules[0]:rules[-1] + 1])
+    return out
+
+
 def markdown(results, devices):
     by_ns = collections.defaultdict(list)
     for eid, r in results.items():
@@ -124,7 +136,17 @@ def markdown(results, devices):
         miss = [eid for eid, r in by_ns[ns] if r["status"] == "missing"]
         if miss:
             lines.append(f"- **{ns}** ({len(miss)}): " + ", ".join(f"`{m}`" for m in sorted(miss)))
-    lines += ["", "## Skipped by decision", ""]
+    lines += ["", "## Where linalg and fft run", "",
+              "- `cltorch.fft`: on the tensor's device (Stockham kernels for sizes of small primes, Bluestein for the "
+              "rest; `cl_kernels/fft.cl.mako`).",
+              "- `cltorch.linalg`'s norms and products (vector/matrix norms, cross, multi_dot, vecdot, matrix_power, "
+              "...): composed of device ops.",
+              "- factorizations and solves: on the host through numpy's LAPACK (or numpy code where numpy has no "
+              "routine), results copied back to the input's device; backward formulas composed of device ops. Per op "
+              "(from the docstrings of `cltorch/ops/lapack.py` and `cltorch/ops/lapack_api.py`):", ""]
+    for table in _where_tables():
+        lines += ["```", *table, "```", ""]
+    lines += ["## Skipped by decision", ""]
     reasons = collections.defaultdict(list)
     for eid, r in results.items():
         if r["status"] == "skipped":
