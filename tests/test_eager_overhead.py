@@ -186,3 +186,22 @@ def test_shared_gradient_reaches_two_leaves_as_separate_tensors(device):
     assert_close(to_np(a.grad), ga)
     a.grad.mul_(0)
     assert_close(to_np(b.grad), ga)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_checks_remembered_per_signature_still_raise_for_others(device):
+    """In-place ops remember which operand signatures passed PyTorch's checks; a new signature is checked again."""
+    a = cltorch.ones(4, device=device)
+    a.add_(cltorch.ones(4, device=device))
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        a.add_(cltorch.ones(2, 4, device=device))
+    i = cltorch.ones(4, dtype=cltorch.int64, device=device)
+    i.add_(cltorch.ones(4, dtype=cltorch.int64, device=device))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.add_(cltorch.ones(4, device=device))
+    e = cltorch.ones(1, device=device).expand(4)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        e.add_(cltorch.ones(4, device=device))
+    ref = torch.ones(4) + 1
+    assert_close(to_np(a), ref.numpy())
+    assert_close(to_np(i), ref.long().numpy())

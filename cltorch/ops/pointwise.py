@@ -71,8 +71,8 @@ def check_inplace(self, result_dtype, shape):
 
 def run_inplace(self, opname, fn_outplace, *args, **kw):
     """Run an in-place op: out of place when autograd must see it (then copy and rebase), else directly."""
-    from .. import autograd as _ag
-    if is_grad_enabled() and (self.requires_grad or any(getattr(a, "requires_grad", False) for a in args)):
+    if is_grad_enabled() and (self._requires_grad or any(getattr(a, "_requires_grad", False) for a in args)):
+        from .. import autograd as _ag
         return _ag.inplace_rebase(self, lambda s: fn_outplace(s, *args, **kw), opname)
     return None
 
@@ -180,14 +180,19 @@ def defbinary(name, expr, rule="same", backward=None, inplace=True, reflect=None
     fn.__doc__ = f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion."
     method(name, fn)
     if inplace:
+        checked = set()     # operand signatures (and default dtype) whose in-place checks passed: they depend on no more
+
         def fn_(self, other):
             if _cx(self) or _cx(other):
                 return _complex_inplace(self, name, fn(self, other))
-            rdt = D.result_type(self, other)
-            if rule == "float":
-                rdt = _float_result(rdt)
-            check_inplace(self, rdt if rule != "bool" else None,
-                          broadcast_shapes(self._shape, other._shape) if _is_t(other) else None)
+            key = (_signature(self), _signature(other), D.get_default_dtype())
+            if key not in checked:
+                rdt = D.result_type(self, other)
+                if rule == "float":
+                    rdt = _float_result(rdt)
+                check_inplace(self, rdt if rule != "bool" else None,
+                              broadcast_shapes(self._shape, other._shape) if _is_t(other) else None)
+                checked.add(key)
             r = run_inplace(self, name + "_", fn, other)
             if r is not None:
                 return r
