@@ -214,7 +214,20 @@ def _tensors(args):
                     yield b
 
 
+_LOW16 = []
+
+
 def _widened(op, args, kw):
+    if not _LOW16:
+        from . import _dtype
+        _LOW16.extend((_dtype.float16, _dtype.bfloat16))
+    f16, bf16 = _LOW16
+    for a in args:       # the common case first: no 16-bit tensor among the positional arguments
+        d = getattr(a, "dtype", None)
+        if d is f16 or d is bf16 or a.__class__ in (list, tuple):
+            break
+    else:
+        return _NO
     from . import _dtype as D
     low = None
     for t in _tensors(args):
