@@ -57,7 +57,8 @@ from . import amp  # noqa: E402
 from .amp import autocast  # noqa: F401
 from .amp import (is_autocast_enabled, get_autocast_dtype, set_autocast_dtype, set_autocast_enabled,  # noqa: F401
                   clear_autocast_cache, is_autocast_cache_enabled, set_autocast_cache_enabled,
-                  autocast_increment_nesting, autocast_decrement_nesting)
+                  autocast_increment_nesting, autocast_decrement_nesting, is_autocast_cpu_enabled,
+                  get_autocast_cpu_dtype, get_autocast_gpu_dtype)
 from . import cpu  # noqa: E402,F401  (torch.cpu: cpu.amp.autocast)
 from ._deterministic import (use_deterministic_algorithms, are_deterministic_algorithms_enabled,  # noqa: F401
                              is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,

@@ -5,7 +5,8 @@ cltorch device."""
 from .autocast_mode import (autocast, custom_fwd, custom_bwd, is_autocast_available, is_autocast_enabled,  # noqa
                             get_autocast_dtype, set_autocast_dtype, set_autocast_enabled, clear_autocast_cache,
                             is_autocast_cache_enabled, set_autocast_cache_enabled, autocast_increment_nesting,
-                            autocast_decrement_nesting)
+                            autocast_decrement_nesting, is_autocast_cpu_enabled, get_autocast_cpu_dtype,
+                            get_autocast_gpu_dtype)
 from .grad_scaler import GradScaler  # noqa: F401
 
 

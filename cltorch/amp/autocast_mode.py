@@ -28,7 +28,8 @@ from .. import _dtype as D
 __all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available", "is_autocast_enabled",
            "get_autocast_dtype", "set_autocast_dtype", "set_autocast_enabled", "autocast_increment_nesting",
            "autocast_decrement_nesting", "clear_autocast_cache", "is_autocast_cache_enabled",
-           "set_autocast_cache_enabled"]
+           "set_autocast_cache_enabled", "is_autocast_cpu_enabled", "get_autocast_cpu_dtype",
+           "get_autocast_gpu_dtype"]
 
 _OUR_TYPES = ("cl", "cpu")
 # device types PyTorch accepts that cltorch never has: autocast for them warns and disables itself
@@ -65,6 +66,21 @@ def get_autocast_dtype(device_type):
     if st is not None and b in st:
         return st[b][0]
     return _DTYPES.get(b, D.float16)
+
+
+def is_autocast_cpu_enabled():
+    """Deprecated torch alias: ``is_autocast_enabled("cpu")``."""
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    """Deprecated torch alias: ``get_autocast_dtype("cpu")``."""
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """Deprecated torch alias (``get_autocast_dtype("cuda")``); cltorch's GPU-style device type is "cl"."""
+    return get_autocast_dtype("cl")
 
 
 def set_autocast_dtype(device_type, dtype):
