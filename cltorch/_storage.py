@@ -45,12 +45,13 @@ class Storage:
     # ------------------------------------------------------------ construction
     @classmethod
     def empty(cls, size, dtype, device, for_kernel=False):
-        """``size`` uninitialised elements. A cpu storage's memory is aligned when a kernel first uses it
-        (``align_host``); ``for_kernel=True`` (a kernel's output) allocates it aligned at once instead of moving it
-        then."""
+        """``size`` uninitialised elements. A small cpu storage's memory is aligned when a kernel first uses it
+        (``align_host``, a copy); ``for_kernel=True`` (a kernel's output) and storages of ``ALIGN_AT_ONCE`` bytes
+        or more are allocated aligned at once, where the alignment costs nothing next to the copy it saves."""
         size = int(size)
         if device.type == "cpu":
-            return cls(device, dtype, size, host=aligned_empty(size, dtype.np) if for_kernel else np.empty(size, dtype.np))
+            aligned = for_kernel or size * dtype.itemsize >= ALIGN_AT_ONCE
+            return cls(device, dtype, size, host=aligned_empty(size, dtype.np) if aligned else np.empty(size, dtype.np))
         rt = backend.runtime(device.index)
         if dtype.is_floating_point and dtype.itemsize != 4 or dtype.itemsize == 16:   # fp64 / fp16 extensions
             _check_caps(dtype, rt)
@@ -226,6 +227,7 @@ class _Alias(Storage):
 
 _addressof, _c_char = ctypes.addressof, ctypes.c_char
 HOST_ALIGN = 128   # bytes: vector loads in kernels (float8 and wider) need their natural alignment
+ALIGN_AT_ONCE = 16384   # bytes: cpu storages this large are allocated aligned (see Storage.empty)
 
 
 def host_address(array):
