@@ -235,3 +235,17 @@ def test_digits_cnn_under_autocast_reaches_fp32_accuracy(which):
     low = _digits_run(dev, dtype)
     assert ref > 90.0, ref
     assert low >= ref - 0.5, (which, low, ref)
+
+
+def test_compiled_function_follows_autocast_state():
+    """cltorch.compile keys its traces on the autocast regions: a replay never runs the other mode's kernels."""
+    f = cltorch.compile(lambda a, b: a @ b)
+    a, b = cltorch.randn(8, 8, device="cl"), cltorch.randn(8, 8, device="cl")
+    for _ in range(5):
+        assert f(a, b).dtype is cltorch.float32
+    with cltorch.autocast("cl"):
+        for _ in range(5):
+            y = f(a, b)
+            assert y.dtype is cltorch.float16
+    np.testing.assert_allclose(y.float().cpu().numpy(), (a @ b).cpu().numpy(), rtol=1e-2, atol=2e-2)
+    assert f(a, b).dtype is cltorch.float32

@@ -60,6 +60,16 @@ def reset():
             cf.cache.clear()
 
 
+
+def _modes():
+    """The autocast regions ((device type, dtype) pairs) and deterministic mode: both change which kernels a call
+    runs, so a trace recorded under one is not replayed under another."""
+    import sys
+    st = _dispatch.autocast_state()
+    rtm = sys.modules.get("cltorch.backend.runtime")
+    return (tuple(sorted((k, v[0].name) for k, v in st.items())) if st else (),
+            bool(rtm.DETERMINISTIC[0]) if rtm is not None else False)
+
 class Unsupported(RuntimeError):
     """What ``fullgraph=True`` raises where the default falls back to eager (torch._dynamo's Unsupported)."""
 
@@ -285,7 +295,7 @@ class CompiledFunction:
         key = [spec, tuple(_sig(x) for x in leaves), _dispatch.is_grad_enabled(), rid,
                tuple(m.training for m in ms),
                tuple((id(t._storage), t._shape, t._stride, t.dtype, t.requires_grad, t.grad is None) for t in ts),
-               _flags(opts)]
+               _flags(opts), _modes()]
         for o in opts:
             key.append(tuple(id(v._storage) for st in o.state.values() if st.__class__ is dict
                              for v in st.values() if isinstance(v, Tensor) and v._storage.host is None))
