@@ -141,14 +141,17 @@ def test_autocast_modes():
     with pytest.warns(FutureWarning, match="torch.cuda.amp.autocast"):
         with cltorch.cuda.amp.autocast(enabled=False):
             pass
-    for dev in ("cl", "cpu", "cl:0"):
-        with pytest.raises(NotImplementedError, match="not implemented"):
-            cltorch.autocast(dev, dtype=cltorch.bfloat16)
+    for dev in ("cl", "cpu"):   # each region casts only its own device type's tensors
+        xd = x.to(dev)
+        with cltorch.autocast(dev, dtype=cltorch.bfloat16):
+            assert (xd @ xd).dtype is cltorch.bfloat16
+            assert (xd.to("cl" if dev == "cpu" else "cpu") @ x.to("cl" if dev == "cpu" else "cpu")).dtype \
+                is cltorch.float32
     with pytest.raises(ValueError, match="device_type"):
         cltorch.autocast(3)
     with pytest.raises(RuntimeError, match="unsupported autocast device_type"):
         cltorch.autocast("tpu")
-    assert cltorch.amp.is_autocast_available("cl") is False
+    assert cltorch.amp.is_autocast_available("cl") is True
 
     @cltorch.amp.autocast("cl", enabled=False)
     def f(a):
