@@ -322,7 +322,8 @@ def main():
             results[case.__name__] = None
         except Exception as e:  # noqa: BLE001 - every failure is reported, with its traceback
             results[case.__name__] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
-    print(json.dumps({"profile": prof.name, "sources": prof.sources, "cases": results}))
+    print(json.dumps({"profile": prof.name, "sources": prof.sources, "platform": runtime(idx or 0).info.platform,
+                      "cases": results}))
 
 
 if __name__ == "__main__":

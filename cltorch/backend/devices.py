@@ -149,6 +149,16 @@ def _compiler_check(dev, platform):
     return verdict
 
 
+_simulators = []  # (name, platform) of simulator devices left out of the list (see list_devices)
+
+
+def simulators():
+    """Simulator devices (Oclgrind) found but not listed: ``(device name, platform name)``; ``CLTORCH_PLATFORM=
+    Oclgrind`` lists them (as ``cl:0``)."""
+    list_devices()
+    return list(_simulators)
+
+
 def unusable_devices():
     """The devices that an OpenCL driver lists but whose compiler cannot build a kernel: a list of
     ``(device name, platform name, reason)``; they get no ``cl:N`` index."""
@@ -165,7 +175,8 @@ def list_devices():
     """Every OpenCL device on every platform, in a stable order (the ``cl:N`` order).
 
     Order: discrete GPUs, integrated GPUs, then CPUs; within a kind PoCL first, Oclgrind (a simulator) last,
-    otherwise platform order. ``CLTORCH_PLATFORM`` (a regular expression searched in platform names, e.g.
+    otherwise platform order. A simulator (Oclgrind) is left out (:func:`simulators`) unless CLTORCH_PLATFORM
+    names it. ``CLTORCH_PLATFORM`` (a regular expression searched in platform names, e.g.
     ``Intel`` or ``Oclgrind``) puts the matching platforms' devices first: then ``cl`` and ``cl:0`` are that
     platform's first device, and ``cpu`` tensors compute on its first CPU device (how the test matrix runs the
     suite on Intel's CPU runtime); a pattern that matches no usable platform raises RuntimeError naming them. Devices whose compiler cannot build a kernel are left out
@@ -195,6 +206,12 @@ def list_devices():
                 _unusable.append((d.name.strip(), p.name.strip(), reason))
     infos = [device_info_from_props(0, _props(d, p), d) for d, p in found]
     prefer = os.environ.get("CLTORCH_PLATFORM")
+    # a simulator (Oclgrind) is a checking tool, not a device to compute on: it gets a cl:N index only when
+    # CLTORCH_PLATFORM names it (then it is cl:0 and 'cpu'); otherwise simulators() lists it
+    for i in [i for i in infos if "oclgrind" in i.platform.lower()]:
+        if not (prefer and _platform_matches(prefer, i.platform)):
+            infos.remove(i)
+            _simulators.append((i.name, i.platform))
     if prefer and infos and not any(_platform_matches(prefer, i.platform) for i in infos):
         names = sorted({i.platform for i in infos}) or ["none"]
         raise RuntimeError(f"CLTORCH_PLATFORM={prefer!r} matches no usable OpenCL platform; the platforms are: "

@@ -53,6 +53,9 @@ def _print_profiles(rs):
 
 
 def _print_unusable():
+    from ..backend.devices import simulators
+    for name, platform in simulators():
+        print(f"not listed: {name} ({platform}): a simulator; CLTORCH_PLATFORM=Oclgrind makes it cl:0 and 'cpu'")
     for name, platform, reason in backend.unusable_devices():
         print(f"left out: {name} ({platform}): its OpenCL compiler cannot build a kernel: {reason}")
 
