@@ -27,10 +27,25 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A00
     if input.dtype is D.bool:
         return close
     a, b = input, other
+    if a.dtype.is_complex:
+        return _isclose_complex(a, b, close, rtol, atol, equal_nan)
     if not a.dtype.is_floating_point:
         a, b = a.to(D.get_default_dtype()), b.to(D.get_default_dtype())
     if equal_nan and input.dtype.is_floating_point:
         close = close | (a.isnan() & b.isnan())
+    if rtol == 0 and atol == 0:
+        return close
+    diff = (a - b).abs()
+    return close | (diff.isfinite() & (diff <= atol + rtol * b.abs()))
+
+
+def _isclose_complex(a, b, close, rtol, atol, equal_nan):
+    """PyTorch's rule for complex: equal, or ``|a - b| <= atol + rtol * |b|`` with the complex modulus and a finite
+    difference; with ``equal_nan`` two values are close when both have a NaN in some part."""
+    from .complex import real_view
+    if equal_nan:
+        ra, rb = real_view(a), real_view(b)
+        close = close | (ra.isnan().any(-1) & rb.isnan().any(-1))
     if rtol == 0 and atol == 0:
         return close
     diff = (a - b).abs()

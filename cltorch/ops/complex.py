@@ -399,7 +399,7 @@ P.COMPLEX_OPS.update({"masked_fill": _masked_fill, "add": _add, "sub": _sub, "mu
 # ----------------------------------------------------------------------------- casts and fills (raw, no autograd)
 def cast(x, dtype, device):
     """x (on ``device``) cast to ``dtype`` where one of the two is complex: real -> complex puts the values in the
-    real part; complex -> real keeps the real part (warning, as PyTorch); complex64 <-> complex128 casts the parts."""
+    real part; complex -> real keeps the real part (warning, as PyTorch), complex -> bool is re != 0 or im != 0; complex64 <-> complex128 casts the parts."""
     from .creation import empty
     if dtype.is_complex:
         out = empty(x._shape, dtype=dtype, device=device)
@@ -410,6 +410,8 @@ def cast(x, dtype, device):
             _copy_raw(select(v, -1, 0).detach(), x)
             P.full_like_value(select(v, -1, 1).detach(), 0)
         return out
+    if dtype is D.bool:             # PyTorch: nonzero when either part is (no warning)
+        return (real_view(x).detach() != 0).any(-1).to(device=device)
     warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=4)
     return _materialize(select(real_view(x), -1, 0).detach(), dtype, device)
 

@@ -234,7 +234,12 @@ def dot(input, other):  # noqa: A002
     return matmul(input, other)
 
 
-vdot = dot
+def vdot(input, other):  # noqa: A002
+    """``sum(conj(input) * other)`` of two 1-D tensors of the same size and dtype (``dot`` for real dtypes)."""
+    if input.dtype.is_complex and input.dim() == 1 and other.dim() == 1 and input.dtype is other.dtype:
+        from .complex import conj
+        input = conj(input)
+    return dot(input, other)
 
 
 def inner(input, other):  # noqa: A002

@@ -421,11 +421,7 @@ for _n in ("ravel", "diag", "diag_embed", "diagflat", "rot90", "tensor_split", "
 Tensor.real = property(real)
 Tensor.imag = property(imag)
 if not hasattr(Tensor, "mH"):
-    Tensor.mH = property(lambda self: self.mT)
-if not hasattr(Tensor, "H"):
-    Tensor.H = property(lambda self: self.T)
-if not hasattr(Tensor, "adjoint"):
-    Tensor.adjoint = lambda self: self.mT
+    Tensor.mH = property(lambda self: self.adjoint())
 
 
 # ----------------------------------------------------------------------------- *_scatter: out of place embeddings

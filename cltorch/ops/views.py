@@ -158,7 +158,16 @@ def t(x):
 
 
 def adjoint(x):
-    return transpose(x, -2, -1)
+    """The conjugate transpose of the last two dims: a view for real dtypes; for complex ones the (materialized)
+    conjugate of that view, as cltorch's ``conj`` has no lazy bit."""
+    return _conj_if_complex(transpose(x, -2, -1))
+
+
+def _conj_if_complex(y):
+    if not y.dtype.is_complex:
+        return y
+    from .complex import conj     # complex.py imports this module
+    return conj(y)
 
 
 def sum_to_size(g, shape):
@@ -766,7 +775,7 @@ method("reshape_as", lambda self, other: reshape(self, other._shape))
 method("expand_as", lambda self, other: expand(self, *other._shape))
 method("T", property(lambda self: permute(self, tuple(reversed(range(self.dim()))))))
 method("mT", property(lambda self: transpose(self, -2, -1)))
-method("H", property(lambda self: permute(self, tuple(reversed(range(self.dim()))))))
+method("H", property(lambda self: _conj_if_complex(permute(self, tuple(reversed(range(self.dim())))))))
 method("cpu", lambda self: to(self, "cpu"))
 method("cl", lambda self, index=None: to(self, "cl" if index is None else f"cl:{index}"))
 method("cuda", lambda self, *a, **k: to(self, "cuda"))
