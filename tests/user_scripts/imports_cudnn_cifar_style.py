@@ -24,7 +24,7 @@ torch.manual_seed(args.seed)
 cudnn.deterministic = True
 cudnn.benchmark = True
 
-assert not dist.is_available() and not dist.is_initialized()
+assert dist.is_available() and not dist.is_initialized()   # MPI backend present; no group started
 assert dist.ReduceOp.SUM is not None
 device = torch.device("cl" if torch.cl.is_available() else "cpu")
 
