@@ -273,7 +273,7 @@ class iinfo:
 
     def __init__(self, type):  # noqa: A002
         t = to_dtype(type)
-        if t.is_floating_point:
+        if t.is_floating_point or t.is_complex:
             raise TypeError(f"iinfo needs an integer dtype, got {t}")
         if t is bool:
             self.bits, self.min, self.max = 8, 0, 1

@@ -257,6 +257,8 @@ def vecdot(x, y, *, dim=-1, out=None):
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{_cap(x.dtype)} and y of type {_cap(y.dtype)} instead")
+    if x.dtype.is_complex:             # PyTorch's rule: x is conjugated
+        return (x.conj() * y).sum(dim)
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                            f"{_cap(x.dtype)}")

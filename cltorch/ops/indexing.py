@@ -1281,6 +1281,9 @@ for _n, _f in (("index_add", index_add), ("index_add_", index_add_), ("index_cop
 
 # ================================================================================================ masks
 def _nonzero_raw(x):
+    if x.dtype.is_complex:          # non-zero when either part is
+        from .complex import real_view
+        x = (real_view(x) != 0).any(-1)
     if _is_host(x):
         a = _host(x)
         if x.dim() == 0:

@@ -124,6 +124,8 @@ def check_matrix(A, fname, square=True, name="A", min_dim=2):
     dn = _DT_NAMES.get(A.dtype.name, A.dtype.name)
     if A.dtype in (D.float16, D.bfloat16):
         raise RuntimeError(f"{fname}: Low precision dtypes not supported. Got {dn}")
+    if A.dtype.is_complex:
+        raise NotImplementedError(f"{A.dtype.name} inputs are not supported by cltorch.{fname} yet")
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{fname}: Expected a floating point or complex tensor as input. Got {dn}")
     if A.dim() < min_dim:

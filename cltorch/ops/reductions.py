@@ -190,6 +190,8 @@ _min_dim_op = register("min_dim", _minmax_dim_fwd(False), _minmax_dim_bwd, diffe
 
 def _amax_fwd(is_max):
     def fwd(ctx, x, dim, keepdim):
+        if x.dtype.is_complex:          # complex numbers have no order
+            raise NotImplementedError(f"{'amax' if is_max else 'amin'}: {x.dtype.name} is not supported")
         dims = normalize_dims(dim, x.dim())
         if x.numel() == 0:
             name = "amax" if is_max else "amin"
@@ -247,6 +249,8 @@ def amin(input, dim=(), keepdim=False):  # noqa: A002
 
 def _minmax(is_max):
     def f(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
+        if input.dtype.is_complex:      # complex numbers have no order
+            raise NotImplementedError(f"{'max' if is_max else 'min'}: {input.dtype.name} is not supported")
         if isinstance(dim, Tensor):
             from .pointwise import maximum, minimum
             return maximum(input, dim) if is_max else minimum(input, dim)
@@ -333,6 +337,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
     """Variance over ``dim`` with ``correction`` (default 1, Bessel's; ``unbiased=False`` means 0).
     Computed in two passes (mean, then squared deviations); N - correction <= 0 gives nan or inf."""
     dim, unbiased = _var_args(dim, unbiased)
+    if input.dtype.is_complex:
+        raise NotImplementedError(f"var/std: {input.dtype.name} is not supported by cltorch yet")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
     c = _correction(unbiased, correction)
@@ -439,6 +445,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
         raise NotImplementedError("linalg.vector_norm: out= is not supported")
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
+    if x.dtype.is_complex:
+        raise NotImplementedError(f"{x.dtype.name} inputs are not supported by cltorch.linalg.vector_norm yet")
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{_scalar_name(x.dtype)}")

@@ -47,6 +47,13 @@ def _prod(shape):
     return n
 
 
+def _no_complex(x, op):
+    """NotImplementedError for a complex ``x``: the sort and scan kernels order or multiply real elements only
+    (and complex numbers have no order)."""
+    if x.dtype.is_complex:
+        raise NotImplementedError(f"{op}: {x.dtype.name} is not supported")
+
+
 def _wrap(x, dim):
     n = x.dim()
     lo, hi = (-1, 0) if n == 0 else (-n, n - 1)
@@ -98,6 +105,7 @@ def _scan(x, dim, op, acc_dtype, out_dtype, arg=False, iin=None, out=None, iout=
     iin: with arg, the indices of x's elements (else their positions). out/iout: tensors to write (any
     strides); new contiguous ones by default. Returns out, or (out, iout) with arg.
     """
+    _no_complex(x, f"cum{op}")
     from .indexing import _pad_rank
     shape = x._shape
     dev = x.device
@@ -217,10 +225,21 @@ _cumsum_op = register("cumsum", _cumsum_fwd, _cumsum_bwd)
 
 def cumsum(input, dim, *, dtype=None, out=None):  # noqa: A002
     """Inclusive cumulative sum along ``dim``. bool and integer inputs give int64 (exact); ``dtype`` casts the
-    input first. float16 accumulates in float32."""
+    input first. float16 accumulates in float32. Complex input: the cumulative sum of each part (on the
+    ``view_as_real`` view)."""
     dim = _wrap(input, dim)
+    if (input.dtype if dtype is None else D.to_dtype(dtype)).is_complex:
+        r = _complex_cumsum(input if dtype is None else input.to(D.to_dtype(dtype)), dim)
+        return r if out is None else out.copy_(r)
     r = call(_cumsum_op, input, dim, dtype, False)
     return r if out is None else out.copy_(r)
+
+
+def _complex_cumsum(x, dim):
+    from .complex import view_as_real, view_as_complex
+    if x.dim() == 0:
+        return x.clone()
+    return view_as_complex(cumsum(view_as_real(x), dim))
 
 
 def _cumsum_(self, dim, *, dtype=None):
@@ -279,6 +298,7 @@ _cumprod_op = register("cumprod", _cumprod_fwd, _cumprod_bwd)
 def cumprod(input, dim, *, dtype=None, out=None):  # noqa: A002
     """Inclusive cumulative product along ``dim``; bool and integer inputs give int64. The gradient is exact
     with zeros in the input (PyTorch's formula)."""
+    _no_complex(input, "cumprod")
     dim = _wrap(input, dim)
     r = call(_cumprod_op, input, dim, dtype)
     return r if out is None else out.copy_(r)
@@ -318,12 +338,14 @@ _cummin_op = register("cummin", _cummaxmin_fwd(False), _cummaxmin_bwd, different
 def cummax(input, dim):  # noqa: A002
     """(values, indices): the running maximum along ``dim`` and where it was reached; ties and NaNs take the
     latest index (PyTorch's rule); NaN propagates."""
+    _no_complex(input, "cummax")
     dim = _wrap(input, dim)
     return return_types_cummax(*call(_cummax_op, input, dim))
 
 
 def cummin(input, dim):  # noqa: A002
     """(values, indices): the running minimum along ``dim``; ties and NaNs take the latest index."""
+    _no_complex(input, "cummin")
     dim = _wrap(input, dim)
     return return_types_cummin(*call(_cummin_op, input, dim))
 
@@ -360,6 +382,7 @@ def _sort_kernel(rt, kernel, kt, floating, RK, CH, T):
 
 def _sort_raw(x, dim, descending, k=None):
     """Stable sort of x along dim. Returns (values, indices), contiguous, with ``dim`` cut to the first k."""
+    _no_complex(x, "sort")
     from .indexing import _pad_rank
     shape = x._shape
     if not shape:
@@ -474,6 +497,7 @@ _sort_op = register("sort", _sort_fwd, _sort_bwd, differentiable_outputs=(0,))
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):  # noqa: A002
     """(values, indices) sorted along ``dim``. Always stable (equal values keep their order, also descending),
     so ``stable=True`` holds. NaN sorts as the largest value. Any dim, any length."""
+    _no_complex(input, "sort")
     if isinstance(dim, bool):
         raise TypeError("sort(): argument 'dim' must be int, not bool")
     dim = _wrap(input, dim)
@@ -487,11 +511,13 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):  # noqa: A
 
 def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
     """The indices that sort input along ``dim`` (stable)."""
+    _no_complex(input, "argsort")
     return sort(input, dim, descending, stable).indices
 
 
 def msort(input):  # noqa: A002
     """``sort(input, dim=0).values``."""
+    _no_complex(input, "msort")
     return sort(input, 0).values
 
 
@@ -503,6 +529,7 @@ method("msort", msort)
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):  # noqa: A002
     """(values, indices) of the k largest (or smallest) entries along ``dim``, in sorted order (also when
     ``sorted=False``). Ties keep distinct indices, the lower index first."""
+    _no_complex(input, "topk")
     dim = _wrap(input, dim)
     n = input._shape[dim] if input.dim() else 1
     k = int(k)
@@ -521,6 +548,7 @@ method("topk", lambda self, k, dim=-1, largest=True, sorted=True: topk(self, k, 
 
 def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     """(values, indices) of the k-th smallest entry (1-based) along ``dim``."""
+    _no_complex(input, "kthvalue")
     dim = _wrap(input, dim)
     n = input._shape[dim] if input.dim() else 1
     if k < 1 or k > n:
@@ -572,11 +600,13 @@ def _median(input, dim, keepdim, ignore_nan, rtype):
 
 def median(input, dim=None, keepdim=False):  # noqa: A002
     """The lower median ((n-1)//2-th smallest); NaN when the row has a NaN. With ``dim``: (values, indices)."""
+    _no_complex(input, "median")
     return _median(input, dim, keepdim, False, return_types_median)
 
 
 def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
     """``median`` ignoring NaNs (NaN only when a row is all NaN)."""
+    _no_complex(input, "nanmedian")
     return _median(input, dim, keepdim, True, return_types_nanmedian)
 
 
@@ -589,6 +619,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """The sorted distinct values of the flattened input, with optionally the inverse indices (input's shape)
     and the counts. Built from the stable sort, a compare, a scan and a compaction (one small read for the
     count). ``dim`` is not supported."""
+    _no_complex(input, "unique")
     if dim is not None:
         raise NotImplementedError("unique(dim=...) is not supported; use unique on the flattened tensor")
     flat = input.reshape(-1)
