@@ -94,3 +94,17 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     from ._capture.api import compile as _compile
     return _compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
                     disable=disable)
+
+
+# top-level names PyTorch scripts call: window functions, runtime settings, thin aliases (additive block)
+from .ops.windows import hann_window, hamming_window, bartlett_window, blackman_window, kaiser_window  # noqa
+from ._runtime_settings import (set_num_threads, get_num_threads, set_num_interop_threads,  # noqa: E402,F401
+                                get_num_interop_threads, set_printoptions, set_default_device, get_default_device,
+                                set_float32_matmul_precision, get_float32_matmul_precision)
+from .ops.top_level import clamp_min, clamp_max, arctan2, from_dlpack, frombuffer  # noqa: E402,F401
+from .ops.top_level import inplace_functions as _inplace_functions  # noqa: E402
+for _n, _f in _inplace_functions.items():
+    globals().setdefault(_n, _f)
+del _n, _f
+from .nn.functional import cosine_similarity, pixel_shuffle, pixel_unshuffle  # noqa: E402,F401
+from . import testing  # noqa: E402,F401

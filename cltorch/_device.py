@@ -7,6 +7,7 @@
 - ``"cuda"`` raises, suggesting ``"cl"``.
 """
 from . import backend
+from . import _runtime_settings as _rs
 
 __all__ = ["device"]
 
@@ -77,7 +78,10 @@ _canon = {}
 def canonical(d):
     """The concrete device a tensor lives on: ``cpu`` or ``cl:N`` (a bare ``cl`` resolves to the default)."""
     if d is None:
-        return CPU
+        dd = _rs._default_device[0]       # torch.set_default_device (None: cpu)
+        if dd is None:
+            return CPU
+        d = dd
     if isinstance(d, device):
         if d.type == "cl" and d.index is None:
             return device("cl", backend.default_index())

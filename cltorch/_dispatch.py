@@ -424,3 +424,7 @@ def _autocast_call(op, args, kw):
         return call(op, *args, **kw)
     finally:
         _state.ac = prev
+
+
+from . import _storage as _storage_mod  # noqa: E402  (a lower floor: Storage records inference mode)
+_storage_mod._inference_probe[0] = is_inference_mode_enabled

@@ -23,9 +23,12 @@ from . import _shm
 __all__ = ["Storage"]
 
 
+_inference_probe = [lambda: False]   # set by _dispatch (a higher floor): is inference mode on
+
+
 class Storage:
     __slots__ = ("device", "dtype", "size", "host", "buf", "_hostbuf", "version", "exposed", "_rt", "_nbytes",
-                 "pinned", "shm", "_alias_of", "__weakref__")
+                 "pinned", "shm", "_alias_of", "inference", "__weakref__")
 
     def __init__(self, device, dtype, size, host=None, buf=None, rt=None, nbytes=0):
         self.device = device
@@ -41,6 +44,7 @@ class Storage:
         self._nbytes = nbytes     # accounted device bytes
         self.shm = None           # the _shm.Segment a shared cpu storage lives in
         self._alias_of = None     # the storage whose memory this one reinterprets (``alias``), kept alive
+        self.inference = _inference_probe[0]()   # allocated inside inference_mode (Tensor.is_inference)
 
     # ------------------------------------------------------------ construction
     @classmethod

@@ -12,6 +12,7 @@ from . import _dtype as D
 from . import _memory_format as MF
 from ._device import canonical, device as Device
 from ._storage import Storage
+from . import _runtime_settings as _RS
 
 __all__ = ["Tensor", "Size", "contiguous_strides", "set_reducer"]
 
@@ -269,9 +270,10 @@ class Tensor:
     def _version(self):
         return self._storage.version
 
-    @property
     def is_inference(self):
-        return False
+        """PyTorch's ``Tensor.is_inference()``: True when the storage was allocated inside ``inference_mode``
+        (views share their base's answer)."""
+        return self._storage.inference
 
     # ------------------------------------------------------------------ host access
     def _host_view(self):
@@ -457,8 +459,15 @@ class _no_grad:
         set_grad_enabled_raw(self.prev)
 
 
+_PO = _RS.print_options
+
+
 def _format(t):
     a = t._host_view()
+    prec = _PO["precision"]           # torch.set_printoptions (cltorch._runtime_settings)
+    _np_opts = {"threshold": _RS._np_threshold(), "edgeitems": _PO["edgeitems"]}
+    if _PO["linewidth"] != 80:
+        _np_opts["max_line_width"] = _PO["linewidth"]
     if t.dtype is D.bfloat16:
         a = a.astype(np.float32)
     if t.dtype is D.bool:
@@ -471,22 +480,26 @@ def _format(t):
             f1 = lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)  # noqa: E731
         else:
             big = fin.size and (np.abs(fin).max() >= 1e8 or ((fin != 0).any() and np.abs(fin[fin != 0]).min() < 1e-4))
-            f1 = (lambda v: f"{v:.4e}") if big else (lambda v: f"{v:.4f}")  # noqa: E731
+            big = big if _PO["sci_mode"] is None else _PO["sci_mode"]
+            f1 = (lambda v: f"{v:.{prec}e}") if big else (lambda v: f"{v:.{prec}f}")  # noqa: E731
         cfmt = lambda v: f1(v.real) + ("-" if np.signbit(v.imag) else "+") + f1(abs(v.imag)) + "j"  # noqa: E731
         body = np.array2string(a, separator=", ", prefix="tensor(", formatter={"complex_kind": cfmt},
-                               threshold=1000, edgeitems=3)
+                               **_np_opts)
     elif t.dtype.is_floating_point:
         fin = a[np.isfinite(a)] if a.size else a
-        if fin.size and np.all(fin == np.round(fin)) and np.abs(fin).max() < 1e8:
+        if _PO["sci_mode"] is not True and fin.size and np.all(fin == np.round(fin)) and np.abs(fin).max() < 1e8:
             fmt = lambda v: (f"{v:.0f}." if np.isfinite(v) else str(v).replace("inf", "inf"))  # noqa: E731
         else:
-            big = fin.size and (np.abs(fin).max() >= 1e8 or (np.abs(fin[fin != 0]).min() < 1e-4
-                                                              if (fin != 0).any() else False))
-            fmt = (lambda v: f"{v:.4e}") if big else (lambda v: f"{v:.4f}")
+            nz = np.abs(fin[fin != 0])     # PyTorch's rule: max > 1e8, min < 1e-4 or max/min > 1000
+            big = fin.size and (np.abs(fin).max() >= 1e8 or (bool(nz.size) and (
+                nz.min() < 1e-4 or nz.max() / nz.min() > 1000.0)))
+            sci = _PO["sci_mode"]
+            big = big if sci is None else sci
+            fmt = (lambda v: f"{v:.{prec}e}") if big else (lambda v: f"{v:.{prec}f}")
         body = np.array2string(a, separator=", ", prefix="tensor(", formatter={"float_kind": fmt},
-                               threshold=1000, edgeitems=3)
+                               **_np_opts)
     else:
-        body = np.array2string(a, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
+        body = np.array2string(a, separator=", ", prefix="tensor(", **_np_opts)
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
