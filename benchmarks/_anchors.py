@@ -346,3 +346,25 @@ def profile_host(fn, sync=None, n=20, top=25, out=print):
         out(f"device time per call by kernel ({tot / n:.3f} ms per call in all):")
         for name, (calls, ms) in list(prof.items())[:top]:
             out(f"  {name:40s} {calls / n:6.1f} launches  {ms / n:8.3f} ms  {100 * ms / max(tot, 1e-12):5.1f}%")
+
+
+def format_row(r):
+    """One benchmark row (a dict made by ``case``) as a line: ours, the anchors, the ratio, the bar and the note."""
+    anc = ", ".join(f"{k} {v:.4g} {r['unit']}" for k, v in r["anchors"].items())
+    ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f} ({r['ratio_desc']})"
+    bar = "" if r["bar"] is None else f"; bar {r['bar']}: {({True: 'met', False: 'MISSED', None: '-'})[r['met']]}"
+    return f"{r['case']}: ours {r['ours']:.4g} {r['unit']}; {anc}; ratio {ratio}{bar}; {r['note']}"
+
+
+def command_line(run, doc, argv=None):
+    """The shared ``main`` of a benchmark whose ``run(quick, device, rounds)`` returns rows: ``--device``,
+    ``--rounds``, ``--quick``; prints the machine line, then one line per row."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--device", default="cl:0")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args(argv)
+    print(describe(with_tinygrad=False))
+    for r in run(a.quick, a.device, a.rounds):
+        print(format_row(r))

@@ -18,7 +18,6 @@ The compiled sides are warmed up past their captures (an eager call, two capture
 Bars (issue 16): compiled MLP step >= 1.4x the eager step's speed and >= 1.5x torch eager's; compiled char-LM
 and digits steps <= 0.8x the eager time; the compiled chain <= 3 kernels.
 """
-import argparse
 import sys
 from pathlib import Path
 
@@ -174,17 +173,7 @@ def suite(quick=False, device="cl:0"):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="cl:0")
-    ap.add_argument("--rounds", type=int, default=None)
-    ap.add_argument("--quick", action="store_true")
-    a = ap.parse_args(argv)
-    print(A.describe(with_tinygrad=False))
-    for r in run(a.quick, a.device, a.rounds):
-        anc = ", ".join(f"{k} {v:.3f}" for k, v in r["anchors"].items())
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f} ({r['ratio_desc']})"
-        print(f"{r['case']}: ours {r['ours']:.3f} {r['unit']}; {anc}; ratio {ratio}; bar {r['bar']}: "
-              f"{ {True: 'met', False: 'MISSED', None: '-'}[r['met']]}; {r['note']}")
+    A.command_line(run, __doc__, argv)
 
 
 if __name__ == "__main__":

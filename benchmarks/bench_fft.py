@@ -8,7 +8,6 @@ but the suite's rule keeps every numpy anchor in the same environment).
 
     python benchmarks/bench_fft.py [--device cl:0] [--rounds 5] [--quick]
 """
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -58,15 +57,7 @@ def suite(quick=False, device="cl:0"):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="cl:0")
-    ap.add_argument("--rounds", type=int, default=None)
-    ap.add_argument("--quick", action="store_true")
-    a = ap.parse_args(argv)
-    print(A.describe(with_tinygrad=False))
-    for r in run(a.quick, a.device, a.rounds):
-        print(f"{r['case']}: ours {r['ours']:.2f} ms; numpy {r['anchors']['numpy']:.2f} ms; ratio "
-              f"{r['ratio']:.2f} ({r['ratio_desc']}); {r['note']}")
+    A.command_line(run, __doc__, argv)
 
 
 if __name__ == "__main__":
