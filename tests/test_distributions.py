@@ -171,6 +171,64 @@ def test_multivariate_normal(param, device):
     assert tuple(s.shape) == (5, 2, k) and s.device == cltorch.device(device)
 
 
+@pytest.mark.parametrize("param", ["scale_tril", "covariance_matrix", "precision_matrix"])
+def test_multivariate_normal_gradients_match_torch(param, device):
+    """Gradients of log_prob + entropy and of a reparameterised sample (the same standard normal draws fed to
+    both: rsample is loc + L eps) reach loc and the matrix parameter as torch's do, through
+    cltorch.linalg.cholesky / solve_triangular's derivatives."""
+    k = 4
+    cov = _spd(k, 5)
+    mat = {"scale_tril": np.linalg.cholesky(cov).astype(np.float32), "covariance_matrix": cov,
+           "precision_matrix": np.linalg.inv(cov).astype(np.float32)}[param]
+    loc = R.randn(2, k).astype(np.float32)
+    x = R.randn(3, 2, k).astype(np.float32)
+    w = R.randn(3, 2, k).astype(np.float32)
+    cl_loc, cl_mat = (cltorch.tensor(a, device=device, requires_grad=True) for a in (loc, mat))
+    t_loc, t_mat = (torch.tensor(a, requires_grad=True) for a in (loc, mat))
+    ours = D.MultivariateNormal(cl_loc, **{param: cl_mat})
+    ref = TD.MultivariateNormal(t_loc, **{param: t_mat})
+    (ours.log_prob(cltorch.tensor(x, device=device)).sum() + ours.entropy().sum()).backward()
+    (ref.log_prob(torch.tensor(x)).sum() + ref.entropy().sum()).backward()
+    np.testing.assert_allclose(to_np(cl_loc.grad), t_loc.grad.numpy(), rtol=1e-4, atol=1e-4)
+    # scale_tril's gradient lives on its lower triangle only in both (torch's also has zeros above it)
+    np.testing.assert_allclose(to_np(cl_mat.grad), t_mat.grad.numpy(), rtol=1e-3, atol=1e-4)
+    cl_loc.grad = cl_mat.grad = None
+    t_loc.grad = t_mat.grad = None
+    ours = D.MultivariateNormal(cl_loc, **{param: cl_mat})       # fresh graphs for the second backward
+    ref = TD.MultivariateNormal(t_loc, **{param: t_mat})
+    cltorch.manual_seed(11)
+    s = ours.rsample((3,))
+    cltorch.manual_seed(11)
+    eps = to_np(cltorch.randn((3, 2, k), device=device))       # the draws rsample made
+    ref_s = t_loc + (ref._unbroadcasted_scale_tril @ torch.tensor(eps).unsqueeze(-1)).squeeze(-1)
+    np.testing.assert_allclose(to_np(s), ref_s.detach().numpy(), rtol=1e-4, atol=1e-4)
+    (s * cltorch.tensor(w, device=device)).sum().backward()
+    (ref_s * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(to_np(cl_loc.grad), t_loc.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_np(cl_mat.grad), t_mat.grad.numpy(), rtol=1e-3, atol=1e-4)
+
+
+def test_multivariate_normal_constructions_agree(device):
+    """The three parameterisations of one law give the same scale_tril, precision and covariance (and the
+    same as torch's), also with a batch of matrices broadcast against a batch of locs."""
+    k = 5
+    cov = _spd(k, 7)
+    loc = cltorch.tensor(R.randn(3, 1, k).astype(np.float32), device=device)
+    made = [D.MultivariateNormal(loc, covariance_matrix=cltorch.tensor(cov, device=device)),
+            D.MultivariateNormal(loc, precision_matrix=cltorch.tensor(np.linalg.inv(cov).astype(np.float32),
+                                                                      device=device)),
+            D.MultivariateNormal(loc, scale_tril=cltorch.tensor(np.linalg.cholesky(cov).astype(np.float32),
+                                                                device=device))]
+    ref = TD.MultivariateNormal(torch.tensor(to_np(loc)), covariance_matrix=torch.tensor(cov))
+    for d in made:
+        assert tuple(d.batch_shape) == (3, 2)
+        for name in ("scale_tril", "precision_matrix", "covariance_matrix"):
+            _cmp(getattr(d, name), getattr(ref, name), rtol=1e-3, atol=1e-4)
+    with pytest.raises(cltorch.linalg.LinAlgError):     # not positive-definite, validation off
+        D.MultivariateNormal(cltorch.zeros(2), covariance_matrix=cltorch.tensor([[1.0, 2.0], [2.0, 1.0]]),
+                             validate_args=False)
+
+
 def test_multivariate_normal_errors():
     loc = cltorch.zeros(2)
     with pytest.raises(ValueError, match="Exactly one of covariance_matrix"):

@@ -284,15 +284,13 @@ class _Symmetric(_Square):
 
 
 class _PositiveDefinite(_Symmetric):
-    """Symmetric, with a finite Cholesky factor (composed factorisation: see ``utils.cholesky``)."""
+    """Symmetric, and ``cltorch.linalg.cholesky_ex`` succeeds (info == 0), as PyTorch's check."""
 
     def check(self, value):
-        from .utils import cholesky
         sym = super().check(value)
         if not sym.all():
             return sym
-        d = cholesky(value.detach()).diagonal(dim1=-2, dim2=-1)
-        return ((d == d) & (d > 0)).all(-1)
+        return cltorch.linalg.cholesky_ex(value.detach()).info.eq(0)
 
 
 class _PositiveSemidefinite(_Symmetric):

@@ -1,8 +1,10 @@
 """MultivariateNormal(loc, covariance_matrix | precision_matrix | scale_tril), reparameterised.
 
-cltorch has no ``linalg.cholesky`` or ``solve_triangular`` yet, so the Cholesky factor and the triangular
-solves are composed from public ops in ``utils`` (n steps each for n x n matrices: fine for the small event
-sizes scripts use; gradients by autograd).
+The Cholesky factor and the triangular solves are ``cltorch.linalg.cholesky`` and
+``cltorch.linalg.solve_triangular`` (the host-LAPACK ops of ``cltorch/ops/lapack.py``), so gradients flow
+through their registered derivatives as for every other linear-algebra call. The precision-matrix route is
+PyTorch's: the Cholesky factor of the flipped precision matrix, flipped back and inverted by one triangular
+solve (no explicit inverse of P).
 """
 import math
 
@@ -10,17 +12,19 @@ import cltorch
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _standard_normal, batch_mahalanobis, cholesky, lazy_property, solve_lower
+from .utils import _standard_normal, batch_mahalanobis, lazy_property
 
 __all__ = ["MultivariateNormal"]
 
 
 def _precision_to_scale_tril(P):
-    """Cholesky factor of P^-1: with P = L L^T, P^-1 = L^-T L^-1."""
-    L = cholesky(P)
+    """Lower Cholesky factor of P^-1 (PyTorch's construction): with J the reversal matrix, J P J = Lf Lf^T
+    gives P = U U^T for the upper triangular U = J Lf J, so P^-1 = U^-T U^-1 with U^-T lower triangular, and
+    U^-T = solve_triangular(U^T, I)."""
+    Lf = cltorch.linalg.cholesky(cltorch.flip(P, (-2, -1)))
+    L_inv = cltorch.flip(Lf, (-2, -1)).transpose(-2, -1)
     eye = cltorch.eye(P.shape[-1], dtype=P.dtype, device=P.device)
-    Linv = solve_lower(L, eye)
-    return cholesky(Linv.transpose(-2, -1) @ Linv)
+    return cltorch.linalg.solve_triangular(L_inv, eye, upper=False)
 
 
 class MultivariateNormal(Distribution):
@@ -61,7 +65,7 @@ class MultivariateNormal(Distribution):
         if scale_tril is not None:
             self._unbroadcasted_scale_tril = scale_tril
         elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = cholesky(covariance_matrix)
+            self._unbroadcasted_scale_tril = cltorch.linalg.cholesky(covariance_matrix)
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
 
@@ -92,7 +96,7 @@ class MultivariateNormal(Distribution):
     def precision_matrix(self):
         L = self._unbroadcasted_scale_tril
         eye = cltorch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
-        Linv = solve_lower(L, eye)
+        Linv = cltorch.linalg.solve_triangular(L, eye, upper=False)
         return (Linv.transpose(-2, -1) @ Linv).expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
 
     @property

@@ -1,6 +1,5 @@
 """Helpers shared by the distributions: broadcasting parameters, probs/logits conversion, lazy properties,
-and the triangular linear algebra that cltorch's ops do not provide yet (``cholesky``, ``solve_triangular``),
-composed from public ops so autograd works."""
+and the triangular solve of the Gaussian laws (through ``cltorch.linalg.solve_triangular``)."""
 from numbers import Number
 
 import cltorch
@@ -69,40 +68,12 @@ class lazy_property:
         return value
 
 
-# --- triangular linear algebra composed from public ops ------------------------------------------------------
+# --- triangular linear algebra: cltorch.linalg (host LAPACK, registered derivatives) ---------------------------
 
 def solve_lower(L, B):
-    """Solves L X = B for X by forward substitution (L: (..., n, n) lower triangular, B: (..., n, m), batch
-    dims broadcast). n steps of matmul and arithmetic, so gradients flow to L and B."""
-    n = L.shape[-1]
-    batch = tuple(cltorch.broadcast_shapes(L.shape[:-2], B.shape[:-2]))
-    L = L.expand(batch + (n, n))
-    B = B.expand(batch + tuple(B.shape[-2:]))
-    rows = []
-    for i in range(n):
-        r = B[..., i, :]
-        if i:
-            prev = cltorch.stack(rows, -2)                       # (..., i, m)
-            r = r - (L[..., i:i + 1, :i] @ prev).squeeze(-2)
-        rows.append(r / L[..., i, i].unsqueeze(-1))
-    return cltorch.stack(rows, -2)
-
-
-def cholesky(A):
-    """Lower Cholesky factor of symmetric positive-definite (..., n, n) matrices, column by column
-    (Cholesky–Crout). A matrix that is not positive definite gives NaN in its factor (the square root of a
-    non-positive pivot); ``constraints.positive_definite`` checks that."""
-    n = A.shape[-1]
-    cols = []
-    for j in range(n):
-        a = A[..., :, j]                                         # (..., n)
-        if j:
-            Lp = cltorch.stack(cols, -1)                         # (..., n, j)
-            a = a - (Lp @ Lp[..., j, :].unsqueeze(-1)).squeeze(-1)
-        d = cltorch.sqrt(a[..., j:j + 1])
-        mask = (cltorch.arange(n, device=A.device) >= j).to(A.dtype)
-        cols.append(a / d * mask)
-    return cltorch.stack(cols, -1)
+    """X with L X = B for lower-triangular L (..., n, n) and B (..., n, m), batch dims broadcast:
+    ``cltorch.linalg.solve_triangular(L, B, upper=False)`` (differentiable in L and B)."""
+    return cltorch.linalg.solve_triangular(L, B, upper=False)
 
 
 def batch_mahalanobis(L, x):
