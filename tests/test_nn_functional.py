@@ -113,6 +113,36 @@ def test_orthogonal_is_orthogonal():
         init.orthogonal_(torch.empty(3))
 
 
+@pytest.mark.parametrize("shape,dtype", [((6, 4), "float32"), ((3, 8), "float32"), ((4, 2, 3), "float32"),
+                                         ((5, 5), "float64"), ((2, 7), "float64")])
+def test_orthogonal_matches_torch_construction(shape, dtype):
+    """Given the same normal matrix, orthogonal_ gives torch.nn.init.orthogonal_'s matrix: torch's own steps
+    (torch.linalg.qr, signs of diag(R), transposes when rows < cols, gain) run by the oracle on the draws
+    orthogonal_ makes (reproduced with the same seed), in the tensor's dtype."""
+    ref = pytest.importorskip("torch")
+    rows = shape[0]
+    cols = int(np.prod(shape[1:]))
+    torch.manual_seed(5)
+    normals = to_np(torch.empty((rows, cols)).normal_(0.0, 1.0)).astype(dtype)
+    torch.manual_seed(5)
+    got = init.orthogonal_(torch.empty(*shape, dtype=getattr(torch, dtype)), gain=1.5)
+    assert tuple(got.shape) == shape and got.dtype == getattr(torch, dtype) and not got.requires_grad
+    m = ref.tensor(normals)
+    if rows < cols:
+        m = m.t()
+    q, r = ref.linalg.qr(m)
+    q = q * ref.diag(r, 0).sign()
+    if rows < cols:
+        q = q.t()
+    expect = (q * 1.5).reshape(shape).numpy()
+    np.testing.assert_allclose(to_np(got), expect, rtol=0, atol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_orthogonal_keeps_autograd_leaf():
+    w = torch.empty(4, 3, requires_grad=True)
+    assert init.orthogonal_(w) is w and w.is_leaf and w.grad_fn is None
+
+
 def test_same_seed_same_weights_on_every_device():
     """Initialisers draw with Philox: the same seed gives bit-identical weights on every device."""
     results = []

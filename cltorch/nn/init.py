@@ -3,8 +3,8 @@
 Every initialiser fills the tensor in place under no_grad and returns it. Random ones draw with the
 counter-based Philox generator (``Tensor.uniform_`` / ``normal_``, the global generator or ``generator=``),
 so the same seed gives the same weights on every device. ``trunc_normal_`` maps Philox uniforms through the
-inverse normal CDF on the host (numpy, float64) and ``orthogonal_`` takes a numpy QR of Philox normals on
-the host, so those too are identical on every device. Formulas: Glorot & Bengio (2010) for ``xavier_*``,
+inverse normal CDF on the host (numpy, float64) and ``orthogonal_`` takes ``cltorch.linalg.qr`` (host LAPACK) of
+Philox normals, so those too are identical on every device. Formulas: Glorot & Bengio (2010) for ``xavier_*``,
 He et al. (2015) for ``kaiming_*``, Saxe et al. (2013) for ``orthogonal_``.
 """
 import math
@@ -225,9 +225,12 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 
 def orthogonal_(tensor, gain=1, generator=None):
-    """A (semi-)orthogonal matrix (rows x prod(other dims)), scaled by ``gain``: the Q of a QR decomposition
-    (numpy, on the host) of a Philox normal matrix, with the signs fixed by diag(R) so that Q is uniformly
-    distributed (Mezzadri 2007)."""
+    """Fill ``tensor`` (at least 2-D: rows = its size 0, cols = the product of the others) with a (semi-)
+    orthogonal matrix times ``gain``, PyTorch's construction (Saxe et al. 2013): Q of ``cltorch.linalg.qr``
+    of a (rows, cols) Philox standard normal matrix (transposed first when rows < cols, so Q has orthonormal
+    columns, and transposed back), each column multiplied by the sign of R's diagonal so that Q is uniformly
+    distributed (Mezzadri 2007). The normals and the QR are float32 (float64 for a float64 tensor), so the
+    same seed gives the same matrix on every device. ValueError for a tensor of fewer than 2 dims."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -237,15 +240,15 @@ def orthogonal_(tensor, gain=1, generator=None):
     with torch.no_grad():
         flat = torch.empty((rows, cols), dtype=torch.float32, device=tensor.device)
         flat.normal_(0.0, 1.0, **_gen(generator))
-        m = np.asarray(flat.cpu().numpy(), dtype=np.float64)
+        flat = flat.to(device="cpu", dtype=torch.float64 if tensor.dtype == torch.float64 else torch.float32)
         if rows < cols:
-            m = m.T
-        q, r = np.linalg.qr(m)
-        q = q * np.sign(np.diag(r))
+            flat = flat.t()
+        q, r = torch.linalg.qr(flat)
+        q = q * torch.diagonal(r).sign()
         if rows < cols:
-            q = q.T
-        q = (q * gain).reshape(tuple(tensor.shape))
-        tensor.copy_(torch.from_numpy(np.ascontiguousarray(q)))
+            q = q.t()
+        tensor.view(rows, cols).copy_(q.to(tensor.device))
+        tensor.mul_(gain)
     return tensor
 
 
