@@ -9,6 +9,11 @@
 ##   use_local 0: register blocking without local memory (CPU devices).
 ##           1: work-group tiles staged in local memory (GPUs).
 ## The names used only by the other path still get (dummy) values: the template is strict.
+##   c_epi   1: gemm_main takes one more operand E (E, e_off, e_rs, e_cs, e_bs after beta) and stores
+##           alpha * A@B + beta * C + E, the sum E added in its own statement after the rest is rounded, so
+##           the result is the GEMM's stored value plus E exactly as a separate elementwise add would give
+##           (cltorch._capture fuses a recorded GEMM and the `x0 + x1` launch that adds a bias or residual to
+##           it). Not for half. 0: no epilogue.
 ##
 ## use_local == 0 (register-blocked, the CPU path; BLIS-style micro-kernel, see Van Zee & van de Geijn,
 ## "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM TOMS 41(3), 2015):
@@ -68,6 +73,9 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 typedef ${idx} I;
+<%
+    epi_args = (",\n        __global const %s* E, I e_off, I e_rs, I e_cs, I e_bs" % dt) if c_epi else ""
+%>
 % for t in sorted(set(x for x in (dt, acc) if x != "half")):
 % for n in (2, 4, 8, 16):
 typedef ${t}${n} u${t}${n} __attribute__((aligned(${8 if t == "double" else 4})));
@@ -160,8 +168,11 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
 ## Writes alpha * c + beta * C (C not read when beta == 0) for the tile at (i0, j0).
     {
         __global ${dt}* cp = C + c_off + (I)b * c_bs + (I)i0 * c_rs + (I)j0 * c_cs;
+% if c_epi:
+        __global const ${dt}* ep = E + e_off + (I)b * e_bs + (I)i0 * e_rs + (I)j0 * e_cs;
+% endif
 % if vw > 1:
-        if (c_vec && i0 + ${mr} <= M && j0 + ${g.NR} <= N) {
+        if (c_vec && i0 + ${mr} <= M && j0 + ${g.NR} <= N${" && e_cs == 1" if c_epi else ""}) {
 % for r in range(mr):
 % for v in range(nv):
 % if dt == "half":
@@ -169,7 +180,13 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
             else ${g.io.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d + beta * %s" % (r, v, g.io.ldv("cp", "%d * c_rs + %d" % (r, v * vw), vw)), vw)};
 % else:
             { __global u${dt}${vw}* q = (__global u${dt}${vw}*)(cp + ${r} * c_rs + ${v * vw});
+% if c_epi:
+              ${g.vt} t = (beta == (${acc})0) ? alpha * c${r}_${v} : alpha * c${r}_${v} + beta * (*q);
+              t += *(__global const u${dt}${vw}*)(ep + ${r} * e_rs + ${v * vw});
+              *q = t; }
+% else:
               *q = (beta == (${acc})0) ? alpha * c${r}_${v} : alpha * c${r}_${v} + beta * (*q); }
+% endif
 % endif
 % endfor
 % endfor
@@ -184,6 +201,9 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
                     I o = ${r} * c_rs + (I)${v * vw + e} * c_cs;
                     ${acc} t = alpha * ${g.lane("c%d_%d" % (r, v), e)};
                     if (beta != (${acc})0) t += beta * ${g.io.ld("cp", "o")};
+% if c_epi:
+                    t += ${g.io.ld("ep", "%d * e_rs + (I)%d * e_cs" % (r, v * vw + e))};
+% endif
                     ${g.io.st("cp", "o", "t")};
                 }
 % endfor
@@ -205,7 +225,7 @@ ${pack_kernel(g, "gemm_pack_b_any", NR, "")}
 __kernel void gemm_main(__global const ${at}* A, I a_off, I a_rs, I a_cs, I a_bs, I a_ps,
                         __global const ${bt}* B, I b_off, I b_rs, I b_bs, I b_ps,
                         __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs, int c_vec,
-                        int M, int N, int K, ${acc} alpha, ${acc} beta)
+                        int M, int N, int K, ${acc} alpha, ${acc} beta${epi_args})
 {
 % if kc == 0:
     // one mr x nr tile per work-item, all of K, summed in blocks of 64 k (a block sum, then the sum of those:
@@ -286,7 +306,7 @@ __kernel __attribute__((reqd_work_group_size(${lx}, ${ly}, 1)))
 void gemm_main(__global const ${dt}* A, I a_off, I a_rs, I a_cs, I a_bs,
                __global const ${dt}* B, I b_off, I b_rs, I b_cs, I b_bs,
                __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs,
-               int M, int N, int K, ${acc} alpha, ${acc} beta)
+               int M, int N, int K, ${acc} alpha, ${acc} beta${epi_args})
 {
     __local ${acc} As[${tk}][${TM + 1}];
     __local ${acc} Bs[${tk}][${TN + 1}];
@@ -344,6 +364,9 @@ void gemm_main(__global const ${dt}* A, I a_off, I a_rs, I a_cs, I a_bs,
             I o = (I)i * c_rs + (I)j * c_cs;
             ${acc} t = alpha * c${r}_${c};
             if (beta != (${acc})0) t += beta * ${ld("Cb", "o")};
+% if c_epi:
+            t += ${ld("E", "e_off + (I)b * e_bs + (I)i * e_rs + (I)j * e_cs")};
+% endif
             ${st("Cb", "o", "t")};
           } }
 % endfor

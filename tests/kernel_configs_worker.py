@@ -120,6 +120,15 @@ def gemm():
                 ref = T(a.astype(np.float64)) @ T(b.astype(np.float64))
                 close(f"mm {M}x{N}x{K} row {ri} {row}", C(a) @ C(b), ref, 1e-4, 1e-4)
                 close(f"mm A^T B^T {M}x{N}x{K} row {ri}", C(a.T.copy()).t() @ C(b.T.copy()).t(), ref, 1e-4, 1e-4)
+                # the c_epi epilogue (cltorch._capture fuses a bias or residual add into the GEMM): a bias row
+                # (vector stores) and a per-row column (scalar stores), A read transposed
+                rt = runtime(idx if idx is not None else 0)
+                for e, eshape, est in ((arr(N), (1, N), (0, 1)), (arr(M), (M, 1), (1, 0))):
+                    out, ce, cat, cb = ct.empty((M, N), device=DEV), C(e), C(a.T.copy()), C(b)
+                    _gemm.gemm(rt, M, N, K, (cat._storage.cl_buffer(), 0, 1, M, 0),
+                               (cb._storage.cl_buffer(), 0, N, 1, 0), (out._storage.cl_buffer(), 0, N, 1, 0),
+                               E=(ce._storage.cl_buffer(), 0, est[0], est[1], 0))
+                    close(f"mm + epilogue {eshape} {M}x{N}x{K} row {ri}", out, ref + T(e.reshape(eshape)), 1e-4, 1e-4)
     finally:
         prof["gemm"] = g
         _gemm.clear_cache()

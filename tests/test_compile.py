@@ -432,3 +432,66 @@ def test_every_kernel_launch_goes_through_the_runtime():
             if pat.search(line) and "enqueue_copy" not in line and "enqueue_fill" not in line:
                 bad.append(f"{rel}:{n}: {line.strip()}")
     assert not bad, bad
+
+
+def test_gemm_bias_and_residual_adds_fuse_into_the_gemm():
+    """A Linear's bias add and a residual add of a matmul run as the GEMM's epilogue: one launch fewer each,
+    bit-identical to eager (the epilogue adds after the GEMM's value is rounded), and a GEMM result that is seen
+    (returned) keeps its own add."""
+    rng = np.random.default_rng(4)
+    xn, wn, bn = (rng.standard_normal(s).astype(np.float32) for s in ((3, 2, 16, 24), (40, 24), (40,)))
+    rn, vn = rng.standard_normal((3, 2, 16, 40)).astype(np.float32), rng.standard_normal((40, 40)).astype(np.float32)
+    x, w, b, r, v = (torch.from_numpy(a).to(DEV) for a in (xn, wn, bn, rn, vn))
+
+    def fn(x):
+        h = F.linear(x, w, b)                  # bias add: the epilogue, a broadcast row
+        return torch.relu(r + h @ v)           # residual first operand, then the relu on its own
+
+    def seen(x):
+        m = x.reshape(-1, 24) @ w.t()
+        return m, m + b                        # m is returned: its add stays a launch
+
+    for f, fused in ((fn, 2), (seen, 0)):
+        cf, cu = torch.compile(f), torch.compile(f, options={"fusion": False})
+        with torch.no_grad():
+            for _ in range(4):
+                got, plain = cf(x), cu(x)
+            eager = f(x)
+        assert cu.graphs()[0].launch_count - cf.graphs()[0].launch_count == fused, cf.graphs()[0].labels()
+        for a, e in zip(got if isinstance(got, tuple) else (got,), eager if isinstance(eager, tuple) else (eager,)):
+            np.testing.assert_array_equal(_np(a), _np(e))
+    xt = T.from_numpy(xn)
+    ref = T.relu(T.from_numpy(rn) + T.nn.functional.linear(xt, T.from_numpy(wn), T.from_numpy(bn)) @ T.from_numpy(vn))
+    np.testing.assert_allclose(_np(cf_out := torch.compile(fn)(x)), ref.numpy(), rtol=1e-4, atol=1e-4)
+    assert cf_out.shape == (3, 2, 16, 40)
+
+
+def test_gemm_epilogue_operand_directly():
+    """``ops._gemm.gemm(..., E=)`` against numpy: a bias row, a per-row column and a full residual, batched, with
+    partial tiles; the stored value equals the plain GEMM's plus E exactly."""
+    from cltorch.ops import _gemm
+    rng = np.random.default_rng(5)
+
+    def desc(t, rs, cs, bs):
+        return (t._storage.cl_buffer(), t._offset, rs, cs, bs)
+    for M, N, K, batch in ((128, 256, 78, 1), (3, 17, 5, 2), (1, 64, 9, 1), (37, 40, 0, 1)):
+        a, bt = rng.standard_normal((batch, M, K)).astype(np.float32), rng.standard_normal((batch, N, K)).astype(np.float32)
+        A, B = torch.from_numpy(a).to(DEV), torch.from_numpy(bt).to(DEV)
+        rt = A._runtime()
+        row, col = rng.standard_normal(N).astype(np.float32), rng.standard_normal(M).astype(np.float32)
+        full = rng.standard_normal((batch, M, N)).astype(np.float32)
+        for en, strides in ((row, (0, 1, 0)), (col, (1, 0, 0)), (full, (N, 1, M * N))):
+            E = torch.from_numpy(en).to(DEV)
+            ebc = en.reshape((1, 1, N) if en is row else (1, M, 1) if en is col else full.shape)
+            for alpha in (1.0, 0.5):
+                C1, C2 = torch.empty((batch, M, N), device=DEV), torch.empty((batch, M, N), device=DEV)
+                args = (rt, M, N, K, desc(A, K, 1, M * K), desc(B, 1, K, N * K))
+                _gemm.gemm(*args, desc(C1, N, 1, M * N), alpha, 0.0, batch, np.float32, E=desc(E, *strides))
+                _gemm.gemm(*args, desc(C2, N, 1, M * N), alpha, 0.0, batch, np.float32)
+                np.testing.assert_array_equal(_np(C1), _np(C2) + ebc)
+                exp = alpha * np.einsum("bmk,bnk->bmn", a.astype(np.float64), bt) + ebc
+                np.testing.assert_allclose(_np(C1), exp, rtol=1e-4, atol=1e-4)
+    with pytest.raises(_gemm.GemmError, match="float16"):
+        H = torch.zeros(4, dtype=torch.float16, device=DEV)
+        _gemm.gemm(rt, 2, 2, 2, desc(H, 2, 1, 0), desc(H, 2, 1, 0), desc(H, 2, 1, 0), dtype=np.float16,
+                   E=desc(H, 0, 1, 0))

@@ -92,7 +92,18 @@ def _ew(e):
 
 
 def fuse(trace, live=None):
-    """A new Trace with eligible runs fused (see the module docstring) and ``{old entry: new entry}``."""
+    """A new Trace with eligible runs fused (see the module docstring), then each GEMM followed by an add of
+    its result fused into the GEMM's epilogue (``epilogue.py``), and ``{old entry: new entry}``."""
+    from .epilogue import fuse_gemm_epilogues
+    if live is None:
+        live = _live_buffers()
+    out, remap = _fuse_ew(trace, live)
+    out, remap2 = fuse_gemm_epilogues(out, live)
+    return out, {i: remap2[j] for i, j in remap.items()}
+
+
+def _fuse_ew(trace, live):
+    """fuse()'s elementwise part."""
     entries = trace.entries
     in_region = set()
     for _, a, b in trace.regions:
@@ -142,7 +153,7 @@ def fuse(trace, live=None):
         sub.checks, sub.unsupported = list(trace.checks), list(trace.unsupported)
         sub.regions = [(tag, pos[a] if a in pos else len(keep), (pos[b - 1] + 1) if b > a else pos.get(a, 0))
                        for tag, a, b in trace.regions]
-        fused, remap = fuse(sub, live)
+        fused, remap = _fuse_ew(sub, live)
         return fused, {i: remap[pos[i]] for i in keep}
 
     groups, cur, gframe = [], [], None

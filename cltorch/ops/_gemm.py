@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-__all__ = ["gemm", "GemmError", "choose_config", "clear_cache"]
+__all__ = ["gemm", "GemmError", "choose_config", "clear_cache", "epilogue_kernel"]
 
 _TEMPLATE = "gemm.cl.mako"
 
@@ -60,7 +60,7 @@ _DEFAULT_LOCAL = {"lx": 16, "ly": 16, "mr": 4, "nr": 4, "tk": 16}
 # The template is rendered with strict_undefined, so every name it uses gets a value; those of the other
 # kernels keep these fixed dummies (which also keeps the program cache keys small in number).
 _ALL_PARAMS = {"use_local": 0, "mr": 0, "nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0, "kc": 0,
-               "tm": 0, "kb": 0, "lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0}
+               "tm": 0, "kb": 0, "lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0, "c_epi": 0}
 
 
 def _params(**kw):
@@ -157,8 +157,8 @@ def _extent(off, batch, bs, rows, rs, cols, cs):
     return off + max(batch - 1, 0) * bs + max(rows - 1, 0) * rs + max(cols - 1, 0) * cs + 1
 
 
-def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32):
-    """Enqueue ``C[b] = alpha * A[b] @ B[b] + beta * C[b]`` for ``b < batch`` on ``rt``'s queue.
+def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32, E=None):
+    """Enqueue ``C[b] = alpha * A[b] @ B[b] + beta * C[b] (+ E[b])`` for ``b < batch`` on ``rt``'s queue.
 
     Arguments:
         rt: a ``cltorch.backend.Runtime``.
@@ -173,11 +173,15 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32):
         batch: number of independent products.
         dtype: numpy dtype of all three operands: float32, float64 (device needs fp64), or float16
             (read and written with ``vload_half``/``vstore_half_rte``, accumulated in float32).
+        E: optional epilogue operand, a descriptor like A's (``M x N`` per batch entry; strides may be 0, so a
+            bias row broadcasts with ``row_stride = 0``), added after the rest is rounded to C's type: the
+            stored value equals the GEMM's followed by a separate elementwise ``C + E``. float32 and float64
+            only; E may be read-only shared with A or B but must not overlap C.
 
     Returns nothing and does not wait: the work is queued in order on ``rt.queue``. Temporary panel
     buffers come from ``rt.alloc`` and go back to the pool once queued (safe on the in-order queue).
 
-    Raises GemmError on negative sizes, a malformed descriptor or an unsupported dtype.
+    Raises GemmError on negative sizes, a malformed descriptor or an unsupported dtype (float16 with E).
     """
     try:
         a_buf, a_off, a_rs, a_cs, a_bs = A
@@ -200,7 +204,41 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32):
             plan = _make_plan(rt, np.dtype(dtype), M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
                               (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs))
             _plans[key] = plan
-    plan.run(a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta)
+    if E is not None:
+        _check_desc("E", E)
+        if np.dtype(dtype) == np.float16:
+            raise GemmError("gemm: the epilogue operand E supports float32 and float64, not float16")
+        if min(int(x) for x in E[1:]) < 0:
+            raise GemmError(f"gemm: operand E has a negative offset or stride: {tuple(E[1:])}")
+        E = (E[0], *(int(x) for x in E[1:]))
+    plan.run(a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta, E)
+
+
+def epilogue_kernel(rt, params):
+    """The ``gemm_main`` kernel of ``params`` (a main kernel's template values) with the ``E`` epilogue
+    (``c_epi = 1``; arguments: the main kernel's, then ``E, e_off, e_rs, e_cs, e_bs``)."""
+    if params.get("dt") == "half":
+        raise GemmError("gemm: the epilogue operand E supports float32 and float64, not float16")
+    it = _I64 if params["idx"] == "long" else _I32
+    scal = np.float64 if params["acc"] == "double" else np.float32
+    if params["use_local"]:
+        types = [None, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32, _I32, _I32, scal, scal]
+    else:
+        types = [None, it, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32,
+                 _I32, _I32, _I32, scal, scal]
+    p = dict(params)
+    p["c_epi"] = 1
+    return rt.kernel(_TEMPLATE, "gemm_main", types + [None, it, it, it, it], **p)
+
+
+def _e_args(self, E):
+    """The main kernel to launch and the extra arguments for epilogue ``E`` (None: the plain kernel)."""
+    if E is None:
+        return self.main[0], ()
+    k = self.__dict__.get("_epi_kernel")
+    if k is None:
+        k = self._epi_kernel = epilogue_kernel(self.rt, self.params)
+    return k, E
 
 
 def _make_plan(rt, dt, M, N, K, batch, a, b, c):
@@ -230,8 +268,10 @@ class _Swapped:
         self.pack_a = getattr(inner, "pack_b", None)     # the roles of A and B are exchanged
         self.pack_b = getattr(inner, "pack_a", None)
 
-    def run(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
-        self.inner.run(b_buf, b_off, a_buf, a_off, c_buf, c_off, alpha, beta)
+    def run(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta, E=None):
+        if E is not None:
+            E = (E[0], E[1], E[3], E[2], E[4])      # E^T, as C^T
+        self.inner.run(b_buf, b_off, a_buf, a_off, c_buf, c_off, alpha, beta, E)
 
 
 class _Plan:
@@ -347,7 +387,9 @@ class _Plan:
         self.ap_bs, self.bp_bs = ap_bs, bp_bs
         self.run = self._run_reg
 
-    def _run_reg(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
+    _e_args = _e_args
+
+    def _run_reg(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta, E=None):
         rt = self.rt
         launch = rt.launch      # the runtime's lock keeps another thread from swapping a kernel's arguments
         if self.pack_a is not None:
@@ -360,9 +402,10 @@ class _Plan:
             tmp = rt.alloc(nbytes)
             launch(k, gs, ls, b_buf, b_off, *rest, tmp, self.bp_bs)
             b_buf, b_off = tmp, 0
-        km, gs, ls = self.main
+        _, gs, ls = self.main
+        km, extra = self._e_args(E)
         launch(km, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides, c_buf, c_off, *self.c_rest,
-               alpha, beta)
+               alpha, beta, *extra)
         if self.tmp_bytes:
             # the temporaries return to the pool when their last reference goes; the in-order queue runs
             # whatever reuses them after this GEMM
@@ -388,10 +431,11 @@ class _Plan:
         self.mnk = (M, N, K)
         self.run = self._run_local
 
-    def _run_local(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta):
-        km, gs, ls = self.main
+    def _run_local(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta, E=None):
+        _, gs, ls = self.main
+        km, extra = self._e_args(E)
         self.rt.launch(km, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides,
-           c_buf, c_off, *self.c_strides, *self.mnk, alpha, beta)
+           c_buf, c_off, *self.c_strides, *self.mnk, alpha, beta, *extra)
 
     def run(self, *args):        # replaced per instance; a no-op plan does nothing
         return None
