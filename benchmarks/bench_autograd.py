@@ -109,7 +109,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args(argv)
-    print(A.describe())
+    print(A.describe(with_tinygrad=False))   # tinygrad points OCL_ICD_VENDORS at pip's PoCL, hiding our devices
     for r in run(a.quick, a.device, a.rounds, a.profile):
         anc = ", ".join(f"{k} {v:.1f}" for k, v in r["anchors"].items())
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f} ({r['ratio_desc']})"

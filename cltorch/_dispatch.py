@@ -62,24 +62,26 @@ class Ctx:
 
     def save_for_backward(self, *tensors):
         self._saved = tensors
-        self._versions = tuple(t._storage.version if t is not None else 0 for t in tensors)
+        self._versions = tuple([t._storage.version if t is not None else 0 for t in tensors])
 
     @property
     def saved_tensors(self):
-        for i, (t, v) in enumerate(zip(self._saved, self._versions)):
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError("Trying to backward through the graph a second time (or directly access saved "
+                               "tensors after they have already been freed). Saved intermediate values of the "
+                               "graph are freed when you call .backward() or autograd.grad(). Specify "
+                               "retain_graph=True if you need to backward through the graph a second time.")
+        for t, v in zip(saved, self._versions):
             if t is not None and t._storage.version != v:
+                i = next(j for j, s in enumerate(saved) if s is t)
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by an inplace "
                     f"operation: [{t.dtype.name} tensor of shape {list(t.shape)}], which is output/input {i} "
                     f"of {self.op_name}Backward, is at version {t._storage.version}; expected version {v} "
                     "instead. Hint: the backtrace further above can point at the operation that failed to "
                     "compute its gradient.")
-        if self._saved is None:
-            raise RuntimeError("Trying to backward through the graph a second time (or directly access saved "
-                               "tensors after they have already been freed). Saved intermediate values of the "
-                               "graph are freed when you call .backward() or autograd.grad(). Specify "
-                               "retain_graph=True if you need to backward through the graph a second time.")
-        return self._saved
+        return saved
 
     def free(self):
         self._saved = None

@@ -177,37 +177,57 @@ def _edge(t):
 
 def record(op, ctx, args, out):
     """Called by the dispatcher after a forward ran with recording off: attach a Node to the outputs."""
-    edges, structure, needs = [], [], []
-    simple = True
-    for a in args:
-        if isinstance(a, Tensor):
-            e = _edge(a)
-            edges.append(e)
-            structure.append(-1)
-            needs.append(e is not None)
-        elif type(a) in (list, tuple) and a and all(isinstance(b, Tensor) for b in a):
-            es = [_edge(b) for b in a]
-            edges.extend(es)
-            structure.append(len(a))
-            needs.append(any(e is not None for e in es))
-            simple = False
+    edges = []
+    for a in args:      # the common case first: every positional argument is one tensor
+        if not isinstance(a, Tensor):
+            edges = None
+            break
+        if not a._requires_grad:
+            edges.append(None)
+        elif a.grad_fn is not None:
+            edges.append((a.grad_fn, a._output_nr))
         else:
-            structure.append(None)
-            needs.append(False)
-            simple = False
-    ctx.needs_input_grad = tuple(needs)
-    outs = out if out.__class__ is tuple else (out,)
+            edges.append(_edge(a))
+    if edges is not None:
+        structure = None
+        ctx.needs_input_grad = tuple([e is not None for e in edges])
+    else:
+        edges, structure, needs = [], [], []
+        for a in args:
+            if isinstance(a, Tensor):
+                e = _edge(a)
+                edges.append(e)
+                structure.append(-1)
+                needs.append(e is not None)
+            elif type(a) in (list, tuple) and a and all(isinstance(b, Tensor) for b in a):
+                es = [_edge(b) for b in a]
+                edges.extend(es)
+                structure.append(len(a))
+                needs.append(any(e is not None for e in es))
+            else:
+                structure.append(None)
+                needs.append(False)
+        ctx.needs_input_grad = tuple(needs)
     diff = op.differentiable_outputs
     meta = []
-    node = Node(op, ctx, edges, None if simple else structure, meta)
-    for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and o.dtype._kind >= 2 and (diff is None or i in diff):   # floating or complex
-            meta.append((o._shape, o.dtype, o.device))
-            o._requires_grad = True
-            o.grad_fn = node
-            o._output_nr = i
+    node = Node(op, ctx, edges, structure, meta)
+    if out.__class__ is Tensor:     # one output
+        if out.dtype._kind >= 2 and (diff is None or 0 in diff):   # floating or complex
+            meta.append((out._shape, out.dtype, out.device))
+            out._requires_grad = True
+            out.grad_fn = node
+            out._output_nr = 0
         else:
             meta.append(None)
+    else:
+        for i, o in enumerate(out if out.__class__ is tuple else (out,)):
+            if isinstance(o, Tensor) and o.dtype._kind >= 2 and (diff is None or i in diff):   # floating or complex
+                meta.append((o._shape, o.dtype, o.device))
+                o._requires_grad = True
+                o.grad_fn = node
+                o._output_nr = i
+            else:
+                meta.append(None)
     if _anomaly.on:
         import traceback
         node.metadata["traceback_"] = "".join(traceback.format_stack()[:-3])
@@ -343,13 +363,14 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
             if g is not None:
                 if nxt.__class__ is AccumulateGrad:
                     v = nxt.variable
-                    g = _fit(g, v._shape, v.dtype)
+                    if g._shape != v._shape or g.dtype is not v.dtype:
+                        g = _fit(g, v._shape, v.dtype)
                     b = buffers.get(nxt)
                     if b is None:
                         b = buffers[nxt] = [None]
                 else:
                     meta = nxt.out_meta[nr]
-                    if meta is not None:
+                    if meta is not None and (g._shape != meta[0] or g.dtype is not meta[1]):
                         g = _fit(g, meta[0], meta[1])
                     b = buffers.get(nxt)
                     if b is None:
@@ -390,7 +411,8 @@ def _accumulate_leaf(node, g, capture, results, accumulate, everything, create_g
         if v.grad is None:
             v.grad = g if create_graph else _grad_for_leaf(g)
         else:
-            v.grad = v.grad + g if create_graph else v.grad.add_(g.detach())
+            # in place: the engine runs with grad mode off unless create_graph, so add_ records nothing
+            v.grad = v.grad + g if create_graph else v.grad.add_(g)
         if v._post_acc_hooks:
             for fn in list(v._post_acc_hooks.values()):
                 fn(v)
