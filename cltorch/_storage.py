@@ -6,8 +6,9 @@ storage is a pooled device buffer. The version counter that in-place ops bump li
 view of a storage shares it (autograd checks it when a saved tensor is used).
 
 Host reads of a cpu storage first wait for queued kernels (``host_sync``). A storage whose memory has
-been handed to numpy (``from_numpy``, ``.numpy()``) is marked ``exposed``: ops that touch it finish
-before returning, so numpy never sees stale data (DESIGN.md, decision 2).
+been handed to numpy (``from_numpy``, ``.numpy()``) is marked ``exposed``; handing it (or shared memory) to a
+kernel (``cl_buffer``) makes the op finish before returning (``Runtime.finish_if_exposed``), so numpy never sees
+stale data (DESIGN.md, decision 2).
 
 A cpu storage can move into shared memory (``share_memory_``): its host array becomes a view of a
 page-aligned ``MAP_SHARED`` mapping (``cltorch._shm.Segment``) that other processes map too, so kernels
@@ -162,7 +163,10 @@ class Storage:
             self.align_host()
             hb = self._hostbuf = self.runtime().host_buffer(self.host)
         # host memory must outlive the kernels queued on it: the runtime holds the storage until it syncs
-        self.runtime().keep(self)
+        rt = self.runtime()
+        rt.keep(self)
+        if self.exposed or self.shm is not None:   # numpy or another process shares it: the op finishes
+            rt.touch_exposed()
         return hb
 
     def align_host(self):

@@ -55,6 +55,10 @@ DETERMINISTIC = [False]
 DET_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt",)
 
 
+class _Touched(threading.local):
+    exposed = False
+
+
 class Runtime:
     """Context, queue, pool and kernel cache of one OpenCL device (``info`` is its DeviceInfo)."""
 
@@ -80,6 +84,7 @@ class Runtime:
         self.queue = cl.CommandQueue(self.ctx, properties=props)
         self._events = []
         self._keepalive = []
+        self._touched = _Touched()     # per thread: an exposed host storage was handed to a kernel (finish_if_exposed)
         self._alloc = cltools.ImmediateAllocator(self.queue)
         self.pool = cltools.MemoryPool(self._alloc)
         self._kernels = {}
@@ -167,6 +172,26 @@ class Runtime:
         """Hold ``obj`` (a host storage a queued kernel uses) until the next synchronize."""
         self._keepalive.append(obj)
         if len(self._keepalive) > 4096:
+            self.synchronize()
+
+    def touch_exposed(self):
+        """Note that the calling thread handed a kernel host memory numpy or another process shares
+        (``Storage.cl_buffer`` calls it); the thread's next ``finish_if_exposed`` waits."""
+        self._touched.exposed = True
+
+    def finish_if_exposed(self):
+        """The one wait rule of ops on cpu tensors (DESIGN.md decision 2, session-5 amendment): call it once at
+        the end of an op that launched kernels on host memory. It synchronizes only when (a) since its last call
+        this thread's kernels were handed memory shared with numpy or another process (``Storage.exposed`` or
+        shared memory: numpy must never see stale data, and numpy's later writes must not reach a kernel still
+        queued), or (b) a deferred device check is pending (its error surfaces at the op, as cpu errors always
+        did). Otherwise the kernels stay queued, as on any device: host reads wait for the queue
+        (``Storage.host_sync``) and the runtime holds queued host storages until the next synchronize, so their
+        memory (temporaries included) outlives the kernels. A kernel's storages must be fetched with
+        ``Storage.cl_buffer()`` for each enqueue (that both keeps them alive and notes exposure)."""
+        t = self._touched
+        if t.exposed or self._checks:
+            t.exposed = False
             self.synchronize()
 
     def synchronize(self):

@@ -200,9 +200,10 @@ def _dtname(t):
 
 
 def _finish(rt, *tensors):
-    """cpu tensors are synchronous (their host memory must never be stale)."""
+    """The wait at the end of an op on cpu tensors, only where memory numpy shares is touched
+    (``Runtime.finish_if_exposed``)."""
     if any(t is not None and t._storage.host is not None for t in tensors):
-        rt.synchronize()
+        rt.finish_if_exposed()
 
 
 def _prep_weight(rt, tmp, w, b, geom, transposed, dt, idx, cfg):

@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._storage import Storage, host_address
 from .._tensor import Tensor, contiguous_strides
 
-__all__ = ["pointwise", "plan_of", "broadcast_shapes", "common_device", "as_operand", "sync_if_exposed"]
+__all__ = ["pointwise", "plan_of", "broadcast_shapes", "common_device", "as_operand"]
 
 _NP_SCALAR = {"float": np.float32, "double": np.float64, "half": np.float32, "long": np.int64, "int": np.int32,
               "short": np.int16, "char": np.int8, "uchar": np.uint8, "bfloat16": np.float32}
@@ -201,28 +201,6 @@ def _aligned(t, vw):
     return host_address(st.host) % (vw * t.dtype.itemsize) == 0
 
 
-def _exposed(out, operands):
-    """True when one of these cpu storages is shared with numpy (``from_numpy``, ``.numpy()``, ``np.asarray``).
-
-    cpu kernels are asynchronous like any device's: every host read of a storage (``_host_view``, ``read``,
-    ``item``, the numpy host paths) first waits for its queue (``Storage.host_sync``), and the runtime keeps queued
-    storages alive until the next synchronize. Memory numpy shares can be read or written behind our back at any
-    time, so an op touching it finishes before returning (DESIGN.md decision 2)."""
-    if out is not None and out._storage.exposed:
-        return True
-    for x in operands:
-        if isinstance(x, Tensor) and x._storage.exposed:
-            return True
-    return False
-
-
-def sync_if_exposed(storages):
-    for st in storages:
-        if st.exposed and st.host is not None:
-            st.runtime().synchronize()
-            return
-
-
 def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, shape=None):
     """Launch ``out = expr(x0, x1, ...)`` elementwise.
 
@@ -325,8 +303,8 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     gs = ((items + ls - 1) // ls) * ls
     rt.launch(k, (gs,), (ls,), *args)
     sync = out._storage.host is not None or any(t._storage.host is not None for t in tens)
-    if sync and _exposed(out, tens):
-        rt.synchronize()   # memory numpy shares is never stale (see _exposed)
+    if sync:
+        rt.finish_if_exposed()   # memory numpy shares is never stale (the one cpu wait rule)
     if all(a is b for a, b in zip(ops, operands)):
         tail = args[2 + len(ops) + len(tens):]       # after out's and each operand's (buffer, offset) or value
         _plans[pkey] = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=tail, vw=vw, sync=sync)
@@ -402,8 +380,8 @@ class _Plan:
         ost = out._storage
         rt = self.rt
         rt.launch(self.kernel, self.gs, self.ls, ost.cl_buffer() if host else ost.buf, out._offset, *args, *self.tail)
-        if host and _exposed(out, operands):
-            rt.synchronize()
+        if host:
+            rt.finish_if_exposed()
         return out
 
     def _run_host(self, operands, out):

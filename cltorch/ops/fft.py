@@ -158,7 +158,7 @@ def _fft_last(x, inverse, scale):
     else:
         out = _bluestein(x, out, n, batch, inverse, scale)
     if x._storage.host is not None:
-        out._storage.runtime().synchronize()     # cpu tensors: synchronous
+        out._storage.runtime().finish_if_exposed()     # cpu tensors wait only for memory numpy shares
     return out
 
 
@@ -222,7 +222,7 @@ def _rfft_last_fwd(ctx, x, scale):
         rt.launch(k, (h + 1, batch), None, Z._storage.cl_buffer(), out._storage.cl_buffer(), w._storage.cl_buffer(),
                   h, st(scale))
         if out._storage.host is not None:
-            rt.synchronize()
+            rt.finish_if_exposed()
     return out
 
 

@@ -232,7 +232,7 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
         bounds = [(size, dim) for (_, _, size, _, dim) in idxs]
         rt.defer_check(lambda: _check_err(err, bounds))
     if data._storage.host is not None or (direct is not None and direct._storage.host is not None):
-        rt.synchronize()
+        rt.finish_if_exposed()   # a pending bounds check makes it wait: cpu index errors raise at the op
 
 
 def _compact_kernel(rt, kernel, cmode, mt, vt, R):
@@ -332,7 +332,7 @@ def _compact(cmode, mask, shape, vals=None, self_=None, src=None):
             args.append(s[d])
     rt.launch(kk, (gs,), (ls,), *args)
     if res._storage.host is not None:
-        rt.synchronize()
+        rt.finish_if_exposed()
     return res
 
 

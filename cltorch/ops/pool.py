@@ -72,8 +72,10 @@ def idx_type(*tensors):
 
 
 def finish(rt, *tensors):
+    """The wait at the end of an op on cpu tensors: only where memory numpy shares is touched or a device check
+    is pending (``Runtime.finish_if_exposed``)."""
     if any(t is not None and t._storage.host is not None for t in tensors):
-        rt.synchronize()
+        rt.finish_if_exposed()
 
 
 def launch3(rt, k, X, Y, Z, *args):

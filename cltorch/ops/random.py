@@ -133,7 +133,7 @@ def _fill(t, kind, generator, **kw):
     used = fn(rt, target._storage.cl_buffer(), target._offset, target.numel(), np_dt, g._seed, off, **kw)
     g._take(used if used is not None else REF.counters_used(ref_kind, target.numel(), np_dt))
     if target._storage.host is not None:
-        rt.synchronize()
+        rt.finish_if_exposed()
     if target is not t:
         from .views import _copy_into
         _copy_into(t, target)

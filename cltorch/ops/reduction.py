@@ -214,7 +214,7 @@ class _ReducePlan:
             args += tail
             rt.launch(k, gs, ls, *args)
         if x._storage.host is not None:
-            rt.synchronize()   # cpu tensors are synchronous
+            rt.finish_if_exposed()   # cpu tensors wait only for memory numpy shares
         return (out, iout) if arg else out
 
 

@@ -103,9 +103,10 @@ def _empty(rows, cols, like):
 
 
 def _finish(*tensors):
-    """cpu tensors are synchronous: wait once at the end of an op (its temporaries are alive until then)."""
+    """The wait at the end of an op on cpu tensors, only where memory numpy shares is touched
+    (``Runtime.finish_if_exposed``; queued host storages, temporaries included, stay alive until the queue syncs)."""
     if is_host(*tensors):
-        tensors[0]._runtime().synchronize()
+        tensors[0]._runtime().finish_if_exposed()
 
 
 # ------------------------------------------------------------------------------------------------ the cells

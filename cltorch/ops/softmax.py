@@ -45,15 +45,15 @@ def local_size(rt, table, default=64):
 
 
 def launch(rt, k, n, ls, *args, host=False):
-    """Enqueue ``k`` over ``n`` work-items (rounded up to a multiple of ``ls``); wait when ``host`` (cpu
-    tensors are synchronous)."""
+    """Enqueue ``k`` over ``n`` work-items (rounded up to a multiple of ``ls``). ``host`` (cpu tensors): then
+    wait where memory numpy shares was touched or a device check is pending (``Runtime.finish_if_exposed``)."""
     if n <= 0:
         return
     ls = max(1, min(ls, n)) if n < ls else ls
     gs = ((n + ls - 1) // ls) * ls
     rt.launch(k, (gs,), (ls,), *args)
     if host:
-        rt.synchronize()
+        rt.finish_if_exposed()
 
 
 def is_host(*tensors):

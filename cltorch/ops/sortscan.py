@@ -186,7 +186,7 @@ def _scan(x, dim, op, acc_dtype, out_dtype, arg=False, iin=None, out=None, iout=
         # one pass; the partials buffer is not touched (any buffer will do)
         launch(1, out if acc_dtype is out_dtype else x, iout if arg else None)
     if x._storage.host is not None or out._storage.host is not None:
-        rt.synchronize()
+        rt.finish_if_exposed()
     return res
 
 
@@ -459,7 +459,7 @@ def _sort_raw(x, dim, descending, k=None):
             ka, kb, ia, ib = kb, ka, ib, ia
         w *= 2
     if x._storage.host is not None:
-        rt.synchronize()
+        rt.finish_if_exposed()
     from .indexing import _mark_trusted
     return values, _mark_trusted(indices)
 

@@ -684,7 +684,7 @@ def _copy_into(dst, src):
                         src_offset=src._offset * isz, dst_offset=dst._offset * isz)
         rt.pending = True
         if dst._storage.host is not None or src._storage.host is not None:
-            rt.synchronize()
+            rt.finish_if_exposed()
         return dst
     if isinstance(src, Tensor) and src._storage is dst._storage:
         src = _materialize(src)

@@ -185,15 +185,12 @@ def fused_step(algo, flags, params, grads, states, scalars, slots=None, elems=No
     else:
         launches = _launch(rt, k, ls, per_group, nslots, nst, [(p, g, st, 0, p.numel()) for p, g, st in items],
                            tail)
-    exposed = False
     for p, g, st in items:
         p._storage.version += 1
         for t in st:
             t._storage.version += 1
-        if not exposed and (p._storage.exposed or any(t._storage.exposed for t in st)):
-            exposed = True
-    if exposed:
-        rt.synchronize()
+    if p0._storage.host is not None:
+        rt.finish_if_exposed()   # waits only for memory numpy shares (Runtime.finish_if_exposed)
     return launches
 
 
