@@ -177,6 +177,36 @@ def test_lu_solve_variants():
          [LUt.numpy(), b], "cl:0", True)
 
 
+@pytest.mark.parametrize("panels", [None, (8, 3)], ids=["one_panel", "panels_of_3"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lu_factor_batches_and_panels(panels, dtype, monkeypatch):
+    """lu_factor_ex on batches (256 of 8x8, 16 of 20x20, tall and wide batches) gives torch's pivots, LU and
+    info, also with zero pivots (exactly zero columns: info is the first, as getrf's); with ``panels`` the
+    blocked path (panels of 3 columns, triangular solve + GEMM between them) is forced on every matrix wider
+    than 8 columns. Gradients of the batched LU match torch's."""
+    from cltorch.ops import lapack
+    if panels is not None:
+        monkeypatch.setattr(lapack, "_LU_ONE_PANEL", panels[0])
+        monkeypatch.setattr(lapack, "_LU_PANEL", panels[1])
+    sing = rng.standard_normal((4, 9, 9))
+    sing[1, :, 0] = 0
+    sing[2, :, 4] = 0
+    sing[3, :, 2] = sing[3, :, 6] = 0
+    for a in (rng.standard_normal((256, 8, 8)), rng.standard_normal((16, 20, 20)), rng.standard_normal((3, 2, 17, 11)),
+              rng.standard_normal((5, 11, 17)), sing, rng.standard_normal((0, 4, 4))):
+        a = a.astype(dtype)
+        LUt, pt, it = torch.linalg.lu_factor_ex(torch.tensor(a))
+        LUc, pc, ic = cltorch.linalg.lu_factor_ex(cltorch.tensor(a))
+        assert pc.dtype == cltorch.int32 and ic.dtype == cltorch.int32
+        np.testing.assert_array_equal(pc.numpy(), pt.numpy())
+        np.testing.assert_array_equal(ic.numpy(), it.numpy())
+        tol = 2e-5 if dtype == np.float32 else 1e-11
+        np.testing.assert_allclose(LUc.numpy(), LUt.numpy(), rtol=tol, atol=tol)
+    assert list(cltorch.linalg.lu_factor_ex(cltorch.tensor(sing)).info.numpy()) == [0, 1, 5, 3]
+    _run(torch.linalg.lu_factor, cltorch.linalg.lu_factor, [rng.standard_normal((6, 10, 10))], "cpu", True,
+         rtol=1e-9)
+
+
 def test_lu_unpack():
     a = rng.standard_normal((2, 5, 3))
     LUt, pt = torch.linalg.lu_factor(torch.tensor(a))

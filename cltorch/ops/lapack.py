@@ -15,7 +15,7 @@ linalg.solve(_ex), inv(_ex)   numpy.linalg.solve (LAPACK gesv); info of failures
 linalg.solve_triangular       numpy code: blocked forward/back substitution (BLAS-3 updates via matmul)
 linalg.det, slogdet, logdet   numpy.linalg.slogdet (getrf)
 linalg.cholesky(_ex)          numpy.linalg.cholesky (potrf); info by bisection on leading minors
-linalg.lu_factor(_ex), lu     numpy code: blocked right-looking LU with partial pivoting (getrf's pivots)
+linalg.lu_factor(_ex), lu     numpy code: Crout LU with partial pivoting (getrf's pivots)
 linalg.qr                     numpy.linalg.qr (geqrf + orgqr)
 linalg.svd, svdvals           numpy.linalg.svd (gesdd)
 linalg.eigh, eigvalsh         numpy.linalg.eigh (syevd)
@@ -180,43 +180,56 @@ def _bshape(a, b):
 # -------------------------------------------------------------------------------------------- numpy kernels
 def lu_np(a):
     """Partial-pivoting LU of a (..., m, n) array, as LAPACK getrf: returns (LU packed, pivots 1-based int32
-    (..., k), info int32 (...)) with k = min(m, n). Blocked right-looking (panel of 32 columns factored by
-    rank-1 updates, then one triangular solve and one GEMM for the trailing matrix); ties in the pivot search
-    go to the first row, as idamax; a zero pivot sets info (first one, 1-based) and skips that column's scaling."""
+    (..., k), info int32 (...)) with k = min(m, n).
+
+    Crout's column ordering (Golub & Van Loan, Matrix Computations, 4th ed., sec. 3.4), each step one numpy
+    call per piece over the whole batch at once: column j of L is brought up to date by one matrix-vector
+    product with the finished columns (a[j:, j] -= L[j:, :j] U[:j, j]), its largest magnitude picks the
+    pivot row (ties to the first row, as idamax), the two rows swap across the full width, the column is
+    divided by the pivot, and row j of U is finished by one vector-matrix product (a[j, j+1:] -= L[j, :j]
+    U[:j, j+1:]). So k Python steps of about a dozen numpy calls, with no trailing-matrix temporaries; the
+    arithmetic is getrf's, in another summation order. Matrices wider than ``_LU_ONE_PANEL`` columns are
+    factored in panels of ``_LU_PANEL`` columns (the same steps restricted to the panel), each followed by one
+    unit-lower triangular solve for its block row of U and one GEMM for the trailing matrix (getrf's blocking).
+    A zero pivot (its column below is then all zero) sets info (the first one, 1-based) and skips the division."""
     shp = a.shape
     m, n = shp[-2], shp[-1]
     a = np.array(flat3(a), dtype=a.dtype, copy=True)
     B = a.shape[0]
     k = min(m, n)
-    piv = np.zeros((B, k), np.int32)
-    info = np.zeros(B, np.int32)
+    piv = np.empty((B, k), np.int64)
     bi = np.arange(B)
-    nb = 32
+    nb = max(k, 1) if n <= _LU_ONE_PANEL else _LU_PANEL
     for j0 in range(0, k, nb):
         j1 = min(j0 + nb, k)
+        w = n if j1 == k else j1               # the last panel finishes U's rows to the right edge itself
         for j in range(j0, j1):
-            p = np.argmax(np.abs(a[:, j:, j]), axis=1) + j
-            piv[:, j] = p + 1
-            sw = p != j
-            if sw.any():
-                rows = bi[sw]
-                tmp = a[rows, j, :].copy()
-                a[rows, j, :] = a[rows, p[sw], :]
-                a[rows, p[sw], :] = tmp
-            d = a[:, j, j]
-            zero = d == 0
-            if zero.any():
-                info[(info == 0) & zero] = j + 1
+            if j > j0:
+                a[:, j:, j] -= (a[:, j:, j0:j] @ a[:, j0:j, j, None])[:, :, 0]
+            p = np.abs(a[:, j:, j]).argmax(1)
+            p += j
+            piv[:, j] = p
+            row = a[:, j].copy()
+            a[:, j] = a[bi, p]
+            a[bi, p] = row
             if j + 1 < m:
-                a[:, j + 1:, j] /= np.where(zero, 1, d)[:, None]
-                if j + 1 < j1:
-                    a[:, j + 1:, j + 1:j1] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:j1]
-        if j1 < n:
-            L11 = np.tril(a[:, j0:j1, j0:j1], -1) + np.eye(j1 - j0, dtype=a.dtype)
-            a[:, j0:j1, j1:] = trsm_np(L11, a[:, j0:j1, j1:], lower=True, unit=True)
+                d = a[:, j, j]
+                a[:, j + 1:, j] /= (d if d.all() else np.where(d == 0, 1, d))[:, None]
+            if j > j0 and j + 1 < w:
+                a[:, j, j + 1:w] -= (a[:, j, None, j0:j] @ a[:, j0:j, j + 1:w])[:, 0]
+        if w < n:
+            a[:, j0:j1, j1:] = trsm_np(a[:, j0:j1, j0:j1], a[:, j0:j1, j1:], lower=True, unit=True)
             if j1 < m:
                 a[:, j1:, j1:] -= a[:, j1:, j0:j1] @ a[:, j0:j1, j1:]
-    return a.reshape(shp), piv.reshape(shp[:-2] + (k,)), info.reshape(shp[:-2])
+    info = np.zeros(B, np.int32)
+    if k:
+        zero = a[:, np.arange(k), np.arange(k)] == 0
+        info = np.where(zero.any(1), zero.argmax(1) + 1, 0).astype(np.int32)
+    return a.reshape(shp), (piv + 1).astype(np.int32).reshape(shp[:-2] + (k,)), info.reshape(shp[:-2])
+
+
+_LU_ONE_PANEL = 512     # lu_np: up to this many columns, one panel (no trailing GEMM); measured in bench_linalg
+_LU_PANEL = 256
 
 
 def perm_from_pivots(piv, m):
