@@ -75,10 +75,11 @@ class Ctx:
         for t, v in zip(saved, self._versions):
             if t is not None and t._storage.version != v:
                 i = next(j for j, s in enumerate(saved) if s is t)
+                node = "".join(p.capitalize() for p in self.op_name.strip("_").split("_")) + "Backward0"
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by an inplace "
                     f"operation: [{t.dtype.name} tensor of shape {list(t.shape)}], which is output/input {i} "
-                    f"of {self.op_name}Backward, is at version {t._storage.version}; expected version {v} "
+                    f"of {node}, is at version {t._storage.version}; expected version {v} "
                     "instead. Hint: the backtrace further above can point at the operation that failed to "
                     "compute its gradient.")
         return saved

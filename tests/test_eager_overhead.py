@@ -205,3 +205,64 @@ def test_inplace_checks_remembered_per_signature_still_raise_for_others(device):
     ref = torch.ones(4) + 1
     assert_close(to_np(a), ref.numpy())
     assert_close(to_np(i), ref.long().numpy())
+
+
+# ------------------------------------------------------------------------------------------ session 5 (issue 16)
+@pytest.mark.filterwarnings("ignore:grad and param do not obey the gradient layout contract")
+@pytest.mark.parametrize("device", DEVICES)
+def test_grad_accumulates_in_place_into_existing_grads_like_torch(device):
+    """A second backward adds into the existing .grad in place (the same tensor object), for a contiguous .grad, a
+    non-contiguous one the user set, and a broadcast (stride-0) incoming gradient; values as torch's."""
+    rng = np.random.default_rng(12)
+    wa = rng.standard_normal((3, 5)).astype(np.float32)
+    ga = rng.standard_normal((5, 3)).astype(np.float32)
+    w = cltorch.tensor(wa, device=device, requires_grad=True)
+    wt = torch.tensor(wa, requires_grad=True)
+    for lib, p in ((cltorch, w), (torch, wt)):
+        (p * p).tanh().sum().backward()
+    first = w.grad
+    for lib, p in ((cltorch, w), (torch, wt)):
+        (p * 3).sum().backward()          # sum's backward hands an expanded (stride-0) gradient
+    assert w.grad is first
+    assert_close(to_np(w.grad), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    w.grad = cltorch.tensor(ga, device=device).t()      # non-contiguous .grad: add_'s path
+    wt.grad = torch.tensor(ga).t()
+    for lib, p in ((cltorch, w), (torch, wt)):
+        (p * p).sum().backward()
+    assert not w.grad.is_contiguous()
+    assert_close(to_np(w.grad), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_backward_from_two_roots_where_one_is_upstream_of_the_other(device):
+    """backward([y, z]) with z computed from y: y's node is a root and also reached from z (counted once)."""
+    xa = _pair(13, n=64)
+    x = cltorch.tensor(xa, device=device, requires_grad=True)
+    xt = torch.tensor(xa, requires_grad=True)
+    ys = []
+    for lib, p in ((cltorch, x), (torch, xt)):
+        y = (p * p).sum()
+        z = (y * p).tanh().sum()
+        ys.append((lib, y, z))
+    cltorch.autograd.backward([ys[0][1], ys[0][2]])
+    torch.autograd.backward([ys[1][1], ys[1][2]])
+    assert_close(to_np(x.grad), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_saved_tensor_version_error_names_the_modified_input():
+    a = cltorch.ones(4, requires_grad=True)
+    b = cltorch.ones(4) * 2
+    y = a * b
+    b.add_(1)
+    with pytest.raises(RuntimeError, match=r"output/input 1 of MulBackward0, is at version 1; expected version 0"):
+        y.sum().backward()
+
+
+def test_devices_hash_and_compare_by_value():
+    assert hash(cltorch.device("cl:0")) == hash(cltorch.device("cl", 0)) == hash(cltorch.device(0))
+    assert cltorch.device("cl:0") == cltorch.device("cl", 0) == "cl:0"
+    assert cltorch.device("cpu") != cltorch.device("cl:0")
+    assert len({cltorch.device("cpu"), cltorch.device("cpu"), cltorch.device("cl:0")}) == 2
+    import pickle
+    d = pickle.loads(pickle.dumps(cltorch.device("cl:0")))
+    assert d == cltorch.device("cl:0") and hash(d) == hash(cltorch.device("cl:0"))

@@ -299,17 +299,20 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
         if not r.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         start.append((_edge(r), g))
-    deps = {}
+    deps = {}           # node -> edges reaching it; a node is pushed the first time one does
     stack = [e[0] for e, _ in start]
-    seen = set(stack)
+    roots = set(stack)
     while stack:
         for e in stack.pop().edges:
             if e is not None:
                 nxt = e[0]
-                deps[nxt] = deps.get(nxt, 0) + 1
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
+                d = deps.get(nxt)
+                if d is None:
+                    deps[nxt] = 1
+                    if nxt not in roots:
+                        stack.append(nxt)
+                else:
+                    deps[nxt] = d + 1
     # with inputs given, run only nodes that lead to a capture point
     needed = None
     if inputs is not None:
@@ -411,11 +414,23 @@ def _accumulate_leaf(node, g, capture, results, accumulate, everything, create_g
         if v.grad is None:
             v.grad = g if create_graph else _grad_for_leaf(g)
         else:
-            # in place: the engine runs with grad mode off unless create_graph, so add_ records nothing
-            v.grad = v.grad + g if create_graph else v.grad.add_(g)
+            v.grad = v.grad + g if create_graph else _add_into(v.grad, g)
         if v._post_acc_hooks:
             for fn in list(v._post_acc_hooks.values()):
                 fn(v)
+
+
+def _add_into(acc, g):
+    """``acc += g`` for a leaf's existing ``.grad`` (the engine runs with grad mode off, so nothing records). A
+    contiguous float32/float64 ``acc`` of g's dtype and shape takes the elementwise kernel straight away (what add_
+    launches after its operand checks, which these cannot fail: same shape and dtype, no overlapping elements);
+    anything else goes through ``add_``."""
+    if acc.dtype is g.dtype and acc._shape == g._shape and acc.dtype._kind == 2 and acc.dtype is not D.float16 and \
+            acc.is_contiguous():
+        pointwise("x0 + x1", [acc, g], acc.dtype, acc.dtype, out=acc)
+        acc._storage.version += 1
+        return acc
+    return acc.add_(g)
 
 
 def _output_hooks(node, grads, capture, results, create_graph):
