@@ -58,10 +58,11 @@ class Storage:
             aligned = for_kernel or size * dtype.itemsize >= ALIGN_AT_ONCE
             return cls(device, dtype, size, host=aligned_empty(size, dtype.np) if aligned else np.empty(size, dtype.np))
         rt = backend.runtime(device.index)
-        if dtype.is_floating_point and dtype.itemsize != 4 or dtype.itemsize == 16:   # fp64 / fp16 extensions
-            _check_caps(dtype, rt)
         nbytes = size * dtype.itemsize
-        return cls(device, dtype, size, buf=rt.alloc(nbytes), rt=rt, nbytes=max(nbytes, 1))
+        if dtype.itemsize != 4 and (dtype.is_floating_point or dtype.itemsize == 16):   # fp64 / fp16 extensions
+            _check_caps(dtype, rt)
+        # positional: every op's output passes here (keyword arguments cost a fifth of the construction)
+        return cls(device, dtype, size, None, rt.alloc(nbytes), rt, nbytes or 1)
 
     @classmethod
     def from_host(cls, array, device):
