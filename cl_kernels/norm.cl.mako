@@ -10,15 +10,23 @@
 ##   save_var: also write the biased variance of each row (batch_norm's running statistics)
 ## A row is `A x Bn` elements of a contiguous input: element (a, b) of row r sits at
 ##   r * rs + a * sa + b         (layer/rms/group norm: A = 1; batch_norm: rs = HW, sa = C * HW, Bn = HW)
-## One work-item per row. Mean and variance take two passes (mean first, then the centred sum of squares),
-## which is exact enough without Welford's update; the third pass writes. Every row sum adds in fixed blocks of
-## NORM_NB terms (a partial sum per block, then the partials), as the reduction template does: one sequential sum over
-## a batch_norm row of N * HW terms (16,384 for 16 x 32 x 32) was ~20x further from float64 than PyTorch's.
+## A row's L = A * Bn elements, in the order j = a * Bn + b, are cut into nch chunks of CH (the last one shorter);
+## work-item (r, c) of nrows * nch owns chunk c of row r. The launcher picks CH and nch from the row length and the
+## profile alone, so the order of every sum is fixed by L and the profile: not by the work-group size, the device
+## or its compiler.
+##   forward:  norm_part writes each chunk's sum S_c and centred sum of squares Q_c = sum (x - S_c / n_c)^2 (rms:
+##             sum x^2); norm_fwd combines a row's chunks in chunk order (mean = sum S_c / L, then
+##             M2 = sum Q_c + n_c (S_c / n_c - mean)^2: Chan, Golub & LeVeque 1979's pairwise update, taken
+##             about the final mean) and writes its chunk of y; chunk 0 also writes mean, rstd (and var).
+##   backward: norm_bwd_part writes each chunk's sum(gh) and sum(gh * xh); norm_bwd adds a row's chunk sums in
+##             chunk order and writes its chunk of grad_x; chunk 0 also writes the row sums (batch_norm).
+## With nch == 1 the second kernel computes its chunk's sums itself (the same function, so the same bits) and the
+## first is not launched. Inside a chunk, terms add in blocks of NORM_NB (a partial per block, then the partials):
+## one sequential float32 sum over a batch_norm row of 16,384 terms was ~20x further from float64 than PyTorch's.
+## Every work-item only reads what the previous launch wrote: no local memory, no barriers, no atomics.
 <%namespace name="cm" file="common.cl.mako"/>
 ${cm.preamble(types)}
-#define NORM_NB 256
-## ${blk(s, p, k)} after `p += term;`: close the block of NORM_NB terms into s (k counts the block's terms)
-<%def name="blk(s, p, k)">if (++${k} == NORM_NB) { ${s} += ${p}; ${p} = 0; ${k} = 0; }</%def>
+#define NORM_NB 32
 <%
     def widx(row, b):
         if affine == "col":
@@ -26,41 +34,101 @@ ${cm.preamble(types)}
         if affine == "group":
             return "((%s %% G) * Cg + (%s) / HW)" % (row, b)
         return row
+    # the chunk weight: group/col weights enter the backward's sums (gh = g * w); batch_norm's one weight per
+    # row multiplies the row sums instead (which are also its weight and bias gradients)
+    w_in_sum = has_w and affine in ("col", "group")
 %>
+## for-header walking elements j0 <= j < j1 of a row: a, b are the element's coordinates, p its offset in the row
+## (an empty row, Bn == 0, has j0 == j1 == 0 and divides nothing)
+<%def name="each(j0, j1)">for (long j = ${j0}, a = Bn ? (${j0}) / Bn : 0, b = (${j0}) - a * Bn; j < ${j1}; ++j, b = (b + 1 == Bn) ? 0 : b + 1, a += (b == 0))</%def>
+
+## Sums over elements [j0, j1) of row r: S = sum x, Q = sum (x - S / n)^2 (center) or sum x^2 (rms).
+void fwd_chunk(__global const ${T}* xp, long j0, long j1, long sa, long Bn, ${CT}* S_out, ${CT}* Q_out)
+{
+    ${CT} m = 0;
+% if center:
+    ${CT} s = 0, ps = 0;
+    int ks = 0;
+    ${each("j0", "j1")} {
+        ps += (${CT})xp[a * sa + b];
+        if (++ks == NORM_NB) { s += ps; ps = 0; ks = 0; }
+    }
+    s += ps;
+    m = s / (${CT})(j1 - j0);
+    *S_out = s;
+% else:
+    *S_out = 0;
+% endif
+    ${CT} q = 0, pq = 0;
+    int kq = 0;
+    ${each("j0", "j1")} {
+        ${CT} d = (${CT})xp[a * sa + b] - m;
+        pq += d * d;
+        if (++kq == NORM_NB) { q += pq; pq = 0; kq = 0; }
+    }
+    *Q_out = q + pq;
+}
+
+__kernel void norm_part(__global ${CT}* part, __global const ${T}* x, long x_off,
+                        long nrows, long rs, long sa, long Bn, long L, long CH, long nch)
+{
+    long gid = get_global_id(0);
+    if (gid >= nrows * nch) return;
+    long r = gid / nch, c = gid - r * nch;
+    long j0 = c * CH, j1 = min(j0 + CH, L);
+    ${CT} S, Q;
+    fwd_chunk(x + x_off + r * rs, j0, j1, sa, Bn, &S, &Q);
+    part[2 * gid] = S;
+    part[2 * gid + 1] = Q;
+}
+
 __kernel void norm_fwd(__global ${T}* y, long y_off,
                        __global const ${T}* x, long x_off,
                        __global const ${T}* w, long w_off,
                        __global const ${T}* bb, long b_off,
                        __global ${CT}* mean_out, __global ${CT}* rstd_out, __global ${CT}* var_out,
-                       long nrows, long rs, long A, long sa, long Bn, long G, long Cg, long HW, ${CT} eps)
+                       __global const ${CT}* part,
+                       long nrows, long rs, long sa, long Bn, long L, long CH, long nch,
+                       long G, long Cg, long HW, ${CT} eps)
 {
-    long r = get_global_id(0);
-    if (r >= nrows) return;
+    long gid = get_global_id(0);
+    if (gid >= nrows * nch) return;
+    long r = gid / nch, c = gid - r * nch;
+    long j0 = c * CH, j1 = min(j0 + CH, L);
     __global const ${T}* xp = x + x_off + r * rs;
     __global ${T}* yp = y + y_off + r * rs;
-    ${CT} M = (${CT})(A * Bn);
+    ${CT} M = (${CT})L;
+    ${CT} mu = 0, m2 = 0;
+    if (nch == 1) {
+        ${CT} S, Q;
+        fwd_chunk(xp, 0, L, sa, Bn, &S, &Q);
+        mu = S / M;              // rms: S is 0; one chunk's (S / n - mean) is 0, so M2 is Q
+        m2 = Q;
+    } else {
+        __global const ${CT}* pr = part + 2 * r * nch;
 % if center:
-    ${CT} s = 0, ps = 0;
-    int ks = 0;
-    for (long a = 0; a < A; ++a)
-        for (long b = 0; b < Bn; ++b) { ps += (${CT})xp[a * sa + b]; ${blk("s", "ps", "ks")} }
-    s += ps;
-    ${CT} mu = s / M;
+        for (long k = 0; k < nch; ++k) mu += pr[2 * k];
+        mu = mu / M;
+% endif
+        for (long k = 0; k < nch; ++k) {
+% if center:
+            ${CT} nk = (${CT})(min((k + 1) * CH, L) - k * CH);
+            ${CT} d = pr[2 * k] / nk - mu;
+            m2 += pr[2 * k + 1] + nk * d * d;
 % else:
-    ${CT} mu = 0;
+            m2 += pr[2 * k + 1];
 % endif
-    ${CT} q = 0, pq = 0;
-    int kq = 0;
-    for (long a = 0; a < A; ++a)
-        for (long b = 0; b < Bn; ++b) { ${CT} d = (${CT})xp[a * sa + b] - mu; pq += d * d; ${blk("q", "pq", "kq")} }
-    q += pq;
-    ${CT} var = q / M;
+        }
+    }
+    ${CT} var = m2 / M;
     ${CT} rstd = rsqrt(var + eps);
-    mean_out[r] = mu;
-    rstd_out[r] = rstd;
+    if (c == 0) {
+        mean_out[r] = mu;
+        rstd_out[r] = rstd;
 % if save_var:
-    var_out[r] = var;
+        var_out[r] = var;
 % endif
+    }
 % if affine == "row":
 % if has_w:
     ${CT} wr = (${CT})w[w_off + r];
@@ -69,100 +137,126 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
     ${CT} br = (${CT})bb[b_off + r];
 % endif
 % endif
-    for (long a = 0; a < A; ++a)
-        for (long b = 0; b < Bn; ++b) {
-            ${CT} v = ((${CT})xp[a * sa + b] - mu) * rstd;
+    ${each("j0", "j1")} {
+        long p = a * sa + b;
+        ${CT} v = ((${CT})xp[p] - mu) * rstd;
 % if affine == "row":
 % if has_w:
-            v = v * wr;
+        v = v * wr;
 % endif
 % if has_b:
-            v = v + br;
+        v = v + br;
 % endif
 % elif affine != "none":
 % if has_w:
-            v = v * (${CT})w[w_off + ${widx("r", "b")}];
+        v = v * (${CT})w[w_off + ${widx("r", "b")}];
 % endif
 % if has_b:
-            v = v + (${CT})bb[b_off + ${widx("r", "b")}];
+        v = v + (${CT})bb[b_off + ${widx("r", "b")}];
 % endif
 % endif
-            yp[a * sa + b] = (${T})v;
-        }
+        yp[p] = (${T})v;
+    }
 }
 
 ## Backward of the normalisation (per row), with xh = (x - mean) * rstd and gh = g * w:
 ##   center: gi = rstd * (gh - mean(gh) - xh * mean(gh * xh))
 ##   rms:    gi = rstd * (gh - xh * mean(gh * xh))
-## g is contiguous in x's layout. With affine == "row" (batch_norm) it also writes sum(g) and sum(g * xh) of
-## each row, which are the bias and weight gradients.
+## g is contiguous in x's layout. With affine == "row" (batch_norm) the sums are of g (not gh: the row's one
+## weight multiplies them), and chunk 0 writes sum(g) and sum(g * xh) of each row, which are the bias and weight
+## gradients.
+void bwd_chunk(__global const ${T}* gp, __global const ${T}* xp, __global const ${T}* w, long w_off, long r,
+               ${CT} mu, ${CT} rstd, long j0, long j1, long sa, long Bn, long G, long Cg, long HW,
+               ${CT}* s1_out, ${CT}* s2_out)
+{
+    ${CT} s1 = 0, s2 = 0, p1 = 0, p2 = 0;
+    int k1 = 0;
+    ${each("j0", "j1")} {
+        long p = a * sa + b;
+        ${CT} gv = (${CT})gp[p];
+% if w_in_sum:
+        gv = gv * (${CT})w[w_off + ${widx("r", "b")}];
+% endif
+        ${CT} xh = ((${CT})xp[p] - mu) * rstd;
+        p1 += gv;
+        p2 += gv * xh;
+        if (++k1 == NORM_NB) { s1 += p1; s2 += p2; p1 = 0; p2 = 0; k1 = 0; }
+    }
+    *s1_out = s1 + p1;
+    *s2_out = s2 + p2;
+}
+
+__kernel void norm_bwd_part(__global ${CT}* part,
+                            __global const ${T}* g, long g_off,
+                            __global const ${T}* x, long x_off,
+                            __global const ${T}* w, long w_off,
+                            __global const ${CT}* mean_in, __global const ${CT}* rstd_in,
+                            long nrows, long rs, long sa, long Bn, long L, long CH, long nch,
+                            long G, long Cg, long HW)
+{
+    long gid = get_global_id(0);
+    if (gid >= nrows * nch) return;
+    long r = gid / nch, c = gid - r * nch;
+    long j0 = c * CH, j1 = min(j0 + CH, L);
+    ${CT} s1, s2;
+    bwd_chunk(g + g_off + r * rs, x + x_off + r * rs, w, w_off, r, mean_in[r], rstd_in[r], j0, j1, sa, Bn,
+              G, Cg, HW, &s1, &s2);
+    part[2 * gid] = s1;
+    part[2 * gid + 1] = s2;
+}
+
 __kernel void norm_bwd(__global ${T}* gi, long gi_off,
                        __global const ${T}* g, long g_off,
                        __global const ${T}* x, long x_off,
                        __global const ${T}* w, long w_off,
                        __global const ${CT}* mean_in, __global const ${CT}* rstd_in,
                        __global ${CT}* sg_out, __global ${CT}* sgx_out,
-                       long nrows, long rs, long A, long sa, long Bn, long G, long Cg, long HW)
+                       __global const ${CT}* part,
+                       long nrows, long rs, long sa, long Bn, long L, long CH, long nch,
+                       long G, long Cg, long HW)
 {
-    long r = get_global_id(0);
-    if (r >= nrows) return;
+    long gid = get_global_id(0);
+    if (gid >= nrows * nch) return;
+    long r = gid / nch, c = gid - r * nch;
+    long j0 = c * CH, j1 = min(j0 + CH, L);
     __global const ${T}* xp = x + x_off + r * rs;
     __global const ${T}* gp = g + g_off + r * rs;
     __global ${T}* op = gi + gi_off + r * rs;
-    ${CT} M = (${CT})(A * Bn);
+    ${CT} M = (${CT})L;
     ${CT} mu = mean_in[r], rstd = rstd_in[r];
+    ${CT} s1 = 0, s2 = 0;
+    if (nch == 1) {
+        bwd_chunk(gp, xp, w, w_off, r, mu, rstd, 0, L, sa, Bn, G, Cg, HW, &s1, &s2);
+    } else {
+        __global const ${CT}* pr = part + 2 * r * nch;
+        for (long k = 0; k < nch; ++k) { s1 += pr[2 * k]; s2 += pr[2 * k + 1]; }
+    }
+% if affine == "row":
+    if (c == 0) {
+        sg_out[r] = s1;
+        sgx_out[r] = s2;
+    }
+% endif
 % if affine == "row" and has_w:
     ${CT} wr = (${CT})w[w_off + r];
-% endif
-    ${CT} s1 = 0, s2 = 0, p1 = 0, p2 = 0;
-    int k1 = 0;
-    for (long a = 0; a < A; ++a)
-        for (long b = 0; b < Bn; ++b) {
-            long p = a * sa + b;
-            ${CT} gv = (${CT})gp[p];
-            ${CT} xh = ((${CT})xp[p] - mu) * rstd;
-            p1 += gv;
-            p2 += gv * xh;
-            if (++k1 == NORM_NB) { s1 += p1; s2 += p2; p1 = 0; p2 = 0; k1 = 0; }
-        }
-    s1 += p1; s2 += p2;
-% if affine == "row":
-    sg_out[r] = s1;
-    sgx_out[r] = s2;
-% endif
-% if affine == "row" and has_w:
     ${CT} c1 = wr * s1 / M, c2 = wr * s2 / M;
-% elif affine == "none" or not has_w:
-    ${CT} c1 = s1 / M, c2 = s2 / M;
 % else:
-    s1 = 0; s2 = 0; p1 = 0; p2 = 0; k1 = 0;
-    for (long a = 0; a < A; ++a)
-        for (long b = 0; b < Bn; ++b) {
-            long p = a * sa + b;
-            ${CT} gv = (${CT})gp[p] * (${CT})w[w_off + ${widx("r", "b")}];
-            ${CT} xh = ((${CT})xp[p] - mu) * rstd;
-            p1 += gv;
-            p2 += gv * xh;
-            if (++k1 == NORM_NB) { s1 += p1; s2 += p2; p1 = 0; p2 = 0; k1 = 0; }
-        }
-    s1 += p1; s2 += p2;
     ${CT} c1 = s1 / M, c2 = s2 / M;
 % endif
 % if not center:
     c1 = 0;
 % endif
-    for (long a = 0; a < A; ++a)
-        for (long b = 0; b < Bn; ++b) {
-            long p = a * sa + b;
-            ${CT} gv = (${CT})gp[p];
+    ${each("j0", "j1")} {
+        long p = a * sa + b;
+        ${CT} gv = (${CT})gp[p];
 % if affine == "row" and has_w:
-            gv = gv * wr;
+        gv = gv * wr;
 % elif affine != "none" and has_w:
-            gv = gv * (${CT})w[w_off + ${widx("r", "b")}];
+        gv = gv * (${CT})w[w_off + ${widx("r", "b")}];
 % endif
-            ${CT} xh = ((${CT})xp[p] - mu) * rstd;
-            op[p] = (${T})(rstd * (gv - c1 - xh * c2));
-        }
+        ${CT} xh = ((${CT})xp[p] - mu) * rstd;
+        op[p] = (${T})(rstd * (gv - c1 - xh * c2));
+    }
 }
 
 ## Weight and bias gradients of layer_norm / rms_norm: column sums over rows of g * xh and g.

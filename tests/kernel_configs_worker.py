@@ -99,6 +99,16 @@ def reduction():
     big = arr(5000 if TINY else 70001)             # two-stage: R > chunk with few outputs
     close("sum all (two passes)", C(big).sum(), T(big.astype(np.float64)).sum(), 1e-5, 1e-4)
     close("mean/var", C(m).var(1), T(m).var(1), 1e-4, 1e-5)
+    # the pointwise prologue (cltorch.compile fuses `a * b + 0.5` into the reduction that reads it)
+    m2 = arr(*m.shape)
+    for dim in (0, 1, None):
+        cf = ct.compile(lambda a, b: (a * b + 0.5).sum(dim))
+        with ct.no_grad():
+            for _ in range(3):
+                got = cf(C(m), C(m2))
+        if any(not lab.startswith("reduction") for lab in cf.graphs()[0].labels()):
+            raise AssertionError(f"prologue dim {dim}: {cf.graphs()[0].labels()}")
+        close(f"prologue a * b + 0.5 sum dim {dim}", got, (T(m) * T(m2) + 0.5).sum(dim), 1e-5, 1e-5)
 
 
 def gemm():
@@ -170,6 +180,21 @@ def norm():
             [(arr(4, 3, 5), True), (arr(3), True), (arr(3), True)], 1e-4, 1e-5)
     fwd_bwd("group_norm", lambda x: ct.nn.functional.group_norm(x, 2), lambda x: torch.nn.functional.group_norm(x, 2),
             [(arr(2, 4, 9), True)], 1e-4, 1e-5)
+    # rows longer than the profiles' [norm] chunk (CPU 1024, GPU 256): several chunks per row, a shorter last
+    # chunk, chunks that start inside a batch_norm sample's plane, the partial sums' second pass
+    n, hw, lw, gw = (2, 700, 1100, 600) if TINY else (4, 1500, 3001, 700)
+    fwd_bwd("batch_norm, chunked rows", lambda x, w, b: ct.nn.functional.batch_norm(x, None, None, w, b, training=True),
+            lambda x, w, b: torch.nn.functional.batch_norm(x, None, None, w, b, training=True),
+            [(arr(n, 3, hw, lo=1.0, hi=3.0), True), (arr(3), True), (arr(3), True)], 1e-4, 1e-5)
+    fwd_bwd("layer_norm, chunked rows", lambda x, w, b: ct.nn.functional.layer_norm(x, (lw,), w, b),
+            lambda x, w, b: torch.nn.functional.layer_norm(x, (lw,), w, b),
+            [(arr(3, lw), True), (arr(lw), True), (arr(lw), True)], 1e-4, 1e-5)
+    fwd_bwd("rms_norm, chunked rows", lambda x, w: ct.nn.functional.rms_norm(x, (lw,), w, 1e-6),
+            lambda x, w: torch.nn.functional.rms_norm(x, (lw,), w, 1e-6),
+            [(arr(3, lw), True), (arr(lw), True)], 1e-4, 1e-5)
+    fwd_bwd("group_norm, chunked rows", lambda x, w, b: ct.nn.functional.group_norm(x, 2, w, b),
+            lambda x, w, b: torch.nn.functional.group_norm(x, 2, w, b),
+            [(arr(2, 4, gw), True), (arr(4), True), (arr(4), True)], 1e-4, 1e-5)
 
 
 def softmax():

@@ -27,8 +27,7 @@ def _requirements(path):
 
 
 # (script, default device's platform) pairs with a known, recorded discrepancy: xfail, not skip, so a fix shows
-KNOWN = {("mobilenetv2_cifar", "intel"): "Intel's OpenCL CPU runtime: first-step BatchNorm weight gradients are "
-                                         "~14x further from float64 than torch float32's (issue 17 note); PoCL passes"}
+KNOWN = {}   # (mobilenetv2_cifar on Intel's runtime passes since the norm kernels sum rows in chunks: issue 17)
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
