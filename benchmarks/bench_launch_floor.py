@@ -16,6 +16,9 @@ Host-only rows (no OpenCL): an empty Python function call; ``Tensor._make`` of a
 an op's result costs); ``Storage.__init__`` alone.
 
 Each row is the median of ``--reps`` batches of ``--inner`` calls; the device queue is finished after each batch.
+Two figures per row: the wall time per call of a batch including that finish (the sustained rate: on a CPU device
+the kernels run on the same cores as Python, so this includes their execution and the machine's other load), and
+the calling thread's CPU time per call (the host cost of the launch alone, what a Python launch path adds).
 
     python benchmarks/bench_launch_floor.py [--devices cl:0,cl:1] [--reps 7] [--inner 2000]
 """
@@ -30,22 +33,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _median(fn, reps, inner, after=None):
+    """(wall seconds per call including ``after()``, the calling thread's CPU seconds per call): medians of ``reps``
+    batches of ``inner`` calls. The thread's CPU time is the host cost of the call alone; the wall time of a batch
+    with its final queue finish is the sustained rate, which on a CPU device includes executing the kernels on the
+    same cores (and the machine's other load)."""
     fn()
     if after:
         after()
-    ts = []
+    walls, cpus = [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(inner):
             fn()
+        c1 = time.thread_time()
         if after:
             after()
-        ts.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ts)
+        walls.append((time.perf_counter() - t0) / inner)
+        cpus.append((c1 - c0) / inner)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def device_floors(device, reps=7, inner=2000):
-    """{row: seconds per call} for the add kernel of ``a + b`` (1,000 float32) on ``device``."""
+    """{row: (wall, thread CPU) seconds per call} for the add kernel of ``a + b`` (1,000 float32) on ``device``."""
     import pyopencl as cl
     import cltorch
     from cltorch.ops import elementwise as E
@@ -80,7 +89,7 @@ def device_floors(device, reps=7, inner=2000):
 
 
 def host_floors(reps=7, inner=20000):
-    """{row: seconds per call} of the Python an eager op pays besides its launch (no OpenCL calls)."""
+    """{row: (wall, thread CPU) seconds per call} of the Python an eager op pays besides its launch (no OpenCL calls)."""
     import cltorch
     from cltorch._storage import Storage
     from cltorch._tensor import Tensor
@@ -132,10 +141,10 @@ def main(argv=None):
     load = os.getloadavg()[0]
     rows = run([d.strip() for d in a.devices.split(",") if d.strip()], a.reps, a.inner)
     print(f"load {load:.1f} (1-min average at start); medians of {a.reps} batches")
-    print("| device | row | us per call |")
-    print("|---|---|---|")
-    for (d, name, k), v in rows.items():
-        print(f"| {d} {name[:28]} | {k} | {v * 1e6:.2f} |")
+    print("| device | row | wall us per call (batch + finish) | main-thread CPU us per call |")
+    print("|---|---|---|---|")
+    for (d, name, k), (wall, cpu) in rows.items():
+        print(f"| {d} {name[:28]} | {k} | {wall * 1e6:.2f} | {cpu * 1e6:.2f} |")
 
 
 if __name__ == "__main__":
