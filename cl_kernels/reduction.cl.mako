@@ -6,21 +6,51 @@
 ##   work-item (o, ch) of M*C reduces elements ch, ch+C, ch+2C... of output o (interleaved, so loads coalesce)
 ##   arg_in: the input already holds (value, index) partials (second stage of an arg reduction)
 ##   rk / rr: ranks of the kept and the reduced dims; last: write finished values (else raw partials)
+##   pro / pro_expr: a pointwise prologue (cltorch._capture fuses the elementwise launch that made the input into
+##   its reduction): the input is not read from `in`; the element at position p is pro_expr over x<i> =
+##   in<i>[off<i> + p] or the scalar argument s<i> (pro: each operand's ("t" | "s", type)), `in_off` is the offset of the first element read in that
+##   element space. Empty pro: one input `in`.
 ##   float sums (combine "a + b", float accumulator) add in blocks of BLK: each work-item's sequential sum of n
 ##   terms becomes n/BLK block sums plus one sum of those, so its rounding error grows as n/BLK + BLK instead of n
 ##   (PyTorch's CPU sums are cascaded for the same reason; a long row summed in one order was 5-30x further from
 ##   the float64 sum than torch's)
 <%namespace name="c" file="common.cl.mako"/>
 <%
+    import re as _re
     blocked = combine.replace(" ", "") == "a+b" and acc_type == "float" and not arg
     BLK = 32
+
+    def load_x(p, vec):
+        """The input element (a vector of vw when vec) at position p: a load, or the prologue over its operands."""
+        if not pro:
+            return ("*(__global const %s%d*)(in + %s)" % (map_type, vw, p)) if vec else "(%s)in[%s]" % (map_type, p)
+        def one(m):
+            i = int(m.group(1))
+            if pro[i][0] == "s":
+                return "s%d" % i
+            if vec:
+                return "(*(__global const %s%d*)(in%d + off%d + (%s)))" % (pro[i][1], vw, i, i, p)
+            return "in%d[off%d + (%s)]" % (i, i, p)
+        e = _re.sub(r"\bx(\d+)\b", one, pro_expr)
+        return e if vec else "(%s)(%s)" % (map_type, e)
 %>
 ${c.preamble(types)}
 __kernel void red(__global ${out_type}* out, long out_off
 % if arg:
     , __global long* iout, long iout_off
 % endif
+% if pro:
+% for i, (kind, t) in enumerate(pro):
+% if kind == "t":
+    , __global const ${t}* in${i}, long off${i}
+% else:
+    , ${t} s${i}
+% endif
+% endfor
+    , long in_off
+% else:
     , __global const ${in_type}* in, long in_off
+% endif
 % if arg_in:
     , __global const long* iin, long iin_off
 % endif
@@ -66,7 +96,7 @@ __kernel void red(__global ${out_type}* out, long out_off
 % endif
         p += jd * rst${d};
 % endfor
-        ${map_type}${vw} x = *(__global const ${map_type}${vw}*)(in + p);
+        ${map_type}${vw} x = ${load_x("p", True)};
         ${acc_type}${vw} b = ${map_expr};
 % if blocked:
         s += b;
@@ -113,7 +143,7 @@ __kernel void red(__global ${out_type}* out, long out_off
 % else:
         for (; r0 + ${vw} <= rend; r0 += ${vw}) {
 % endif
-            ${map_type}${vw} x = *(__global const ${map_type}${vw}*)(in + base + r0);
+            ${map_type}${vw} x = ${load_x("base + r0", True)};
             ${acc_type}${vw} b = ${map_expr};
 % if blocked:
             sv += b;
@@ -164,7 +194,7 @@ __kernel void red(__global ${out_type}* out, long out_off
         p += jd * rst${d};
 % endfor
 % endif
-        ${map_type} x = (${map_type})in[p];
+        ${map_type} x = ${load_x("p", False)};
         ${acc_type} b = ${map_expr};
 % if arg:
 % if arg_in:

@@ -495,3 +495,49 @@ def test_gemm_epilogue_operand_directly():
         H = torch.zeros(4, dtype=torch.float16, device=DEV)
         _gemm.gemm(rt, 2, 2, 2, desc(H, 2, 1, 0), desc(H, 2, 1, 0), desc(H, 2, 1, 0), dtype=np.float16,
                    E=desc(H, 0, 1, 0))
+
+
+@pytest.mark.parametrize("shape,dims", [((64, 48), 0), ((64, 48), 1), ((3, 7, 33), (0, 2)), ((100000,), None),
+                                        ((16, 12288), 1)])
+def test_pointwise_prologue_fuses_into_the_reduction(shape, dims):
+    """A pointwise chain whose result only a reduction reads runs inside the reduction (its prologue): one launch
+    per reduction pass, on every reduction path (vector inner/outer, two-pass, arg), bit-identical to eager."""
+    rng = np.random.default_rng(6)
+    an, bn, cn = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+    a, b, c = (torch.from_numpy(v).to(DEV) for v in (an, bn, cn))
+    d = 1 if dims is None else dims if isinstance(dims, int) else dims[0]
+    fns = [(lambda a, b, c: (a * b).sum(dims), lambda a, b, c: (a * b).sum(dims)),
+           (lambda a, b, c: ((a - b) * c + 1.5).sum(dims), lambda a, b, c: ((a - b) * c + 1.5).sum(dims)),
+           (lambda a, b, c: (a * b).mean(dims), lambda a, b, c: (a * b).mean(dims)),
+           (lambda a, b, c: (a / (c * c + 1.0)).argmax(d if len(shape) > 1 else None),
+            lambda a, b, c: (a / (c * c + 1.0)).argmax(d if len(shape) > 1 else None))]
+    for f, tf in fns:
+        cf, cu = torch.compile(f), torch.compile(f, options={"fusion": False})
+        with torch.no_grad():
+            for _ in range(4):
+                got, _ = cf(a, b, c), cu(a, b, c)
+            eager = f(a, b, c)
+        passes = sum(1 for lab in cu.graphs()[0].labels() if lab.startswith("reduction"))
+        assert cf.graphs()[0].launch_count == passes, (cf.graphs()[0].labels(), cu.graphs()[0].labels())
+        np.testing.assert_array_equal(_np(got), _np(eager))
+        ref = tf(*(T.from_numpy(v.astype(np.float64)) for v in (an, bn, cn))).numpy()
+        if got.dtype == torch.int64:
+            assert (_np(got) == ref).mean() > 0.99
+        else:
+            np.testing.assert_allclose(_np(got), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_prologue_keeps_a_product_that_is_seen():
+    a, b = torch.randn(64, 32, device=DEV), torch.randn(64, 32, device=DEV)
+
+    def f(a, b):
+        p = a * b
+        return p, p.sum(0)               # p is returned: the product is still stored, the reduction reads it
+
+    cf = torch.compile(f)
+    with torch.no_grad():
+        for _ in range(4):
+            p, s = cf(a, b)
+    assert cf.graphs()[0].launch_count == 2
+    np.testing.assert_array_equal(_np(p), _np(a) * _np(b))
+    np.testing.assert_array_equal(_np(s), _np(f(a, b)[1]))

@@ -16,7 +16,7 @@ The epilogue adds E in a statement of its own after the GEMM's value is formed (
 them), so the stored value is bit-identical to the two launches. Launches inside an optimizer step's region
 are left alone.
 """
-from .trace import Trace, _is_buffer
+from .pairs import fuse_pairs
 
 __all__ = ["fuse_gemm_epilogues"]
 
@@ -139,41 +139,4 @@ def fuse_gemm_epilogues(trace, live):
     """A new Trace with each eligible GEMM + add pair fused (see the module docstring), and ``{old: new}``
     entry indices. ``live``: ids of the buffers live Storage objects hold."""
     from .fusion import _ew
-    entries = trace.entries
-    in_region = set()
-    for _, a, b in trace.regions:
-        in_region.update(range(a, b))
-    uses = {}
-    for i, e in enumerate(entries):
-        if e[0] == "k":
-            bs = [a for a in e[5] if _is_buffer(a)]
-        elif e[0] == "copy":
-            bs = [e[2], e[3]]
-        else:
-            bs = [e[2]]
-        for b in bs:
-            lst = uses.setdefault(id(b), [])
-            if not lst or lst[-1] != i:
-                lst.append(i)
-    new, remap, i = [], {}, 0
-    while i < len(entries):
-        fused = None
-        if i + 1 < len(entries) and i not in in_region and i + 1 not in in_region:
-            fused = _match(entries, i, uses, live, _ew)
-        if fused is not None:
-            remap[i] = remap[i + 1] = len(new)
-            new.append(fused)
-            i += 2
-            continue
-        remap[i] = len(new)
-        new.append(entries[i])
-        i += 1
-    if len(new) == len(entries):
-        return trace, remap
-    out = Trace()
-    out.entries = new
-    out.checks = list(trace.checks)
-    out.unsupported = list(trace.unsupported)
-    out.regions = [(tag, remap.get(a, len(new)), (remap[b - 1] + 1) if b > a else remap.get(a, 0))
-                   for tag, a, b in trace.regions]
-    return out, remap
+    return fuse_pairs(trace, live, lambda entries, i, uses, live: _match(entries, i, uses, live, _ew))

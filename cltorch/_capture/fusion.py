@@ -93,13 +93,17 @@ def _ew(e):
 
 def fuse(trace, live=None):
     """A new Trace with eligible runs fused (see the module docstring), then each GEMM followed by an add of
-    its result fused into the GEMM's epilogue (``epilogue.py``), and ``{old entry: new entry}``."""
+    its result fused into the GEMM's epilogue (``epilogue.py``) and each elementwise launch whose result only
+    a reduction reads into the reduction's prologue (``prologue.py``), and ``{old entry: new entry}``."""
     from .epilogue import fuse_gemm_epilogues
+    from .prologue import fuse_reduction_prologues
     if live is None:
         live = _live_buffers()
     out, remap = _fuse_ew(trace, live)
-    out, remap2 = fuse_gemm_epilogues(out, live)
-    return out, {i: remap2[j] for i, j in remap.items()}
+    for step in (fuse_gemm_epilogues, fuse_reduction_prologues):
+        out, r2 = step(out, live)
+        remap = {i: r2[j] for i, j in remap.items()}
+    return out, remap
 
 
 def _fuse_ew(trace, live):

@@ -58,7 +58,7 @@ def _kernel(rt, in_dt, map_dt, acc_dt, out_dt, map_expr, combine, identity, fini
         k = rt.kernel("reduction.cl.mako", "red", argd, in_type=in_dt.cl, map_type=map_dt.cl, acc_type=acc_dt.cl,
                       out_type=out_dt.cl, map_expr=map_expr, combine=combine or "a", identity=identity,
                       finish=finish, arg=arg, better=better or "0", arg_in=arg_in, rk=rk, rr=rr, last=last,
-                      types=types, vmode=vmode, vw=vw)
+                      types=types, vmode=vmode, vw=vw, pro=(), pro_expr="")
         _kernels[key] = k
     return k
 

@@ -1,0 +1,90 @@
+"""Fusing a recorded elementwise launch into the reduction that reads its result (a reduction's prologue).
+
+An ``elementwise.cl.mako`` launch on the contiguous path immediately followed by a ``reduction.cl.mako`` launch
+that reads its output becomes one reduction launch whose input element ``p`` is the elementwise expression over
+the operands at ``p`` (the template's ``pro``/``pro_expr``), when
+
+* the elementwise output is an intermediate: used by no other entry of the trace, held by no live Storage;
+* the expression is plain arithmetic (``x<i>``, numeric literals, ``+ - * /``, parentheses, and on the
+  reduction's scalar path casts to the one type all share: the same IEEE operations on scalars and on vectors
+  of any width, and ``FP_CONTRACT`` is off in both templates), and every type involved (tensor and scalar operands, output, the reduction's input and map types) is the same float32
+  or float64;
+* on the reduction's vector paths, every operand's offset is a multiple of its vector width (the loads stay
+  aligned as the single input's were).
+
+The reduction then reads each element exactly as the elementwise kernel computed and stored it, in the same
+order, so its result is bit-identical. Launches inside an optimizer step's region are left alone.
+"""
+import re
+
+import numpy as np
+
+from .pairs import fuse_pairs
+
+__all__ = ["fuse_reduction_prologues"]
+
+_ARITH = re.compile(r"^(?:\s|x\d+|\d+\.?\d*(?:[eE][-+]?\d+)?f?|\.\d+(?:[eE][-+]?\d+)?f?|[-+*/()])*$")
+
+
+def _red(e):
+    """(params, arguments) of a one-input reduction launch, or None."""
+    if e[0] != "k":
+        return None
+    src = getattr(e[2], "_cltorch_src", None)
+    if src is None or src[0] != "reduction.cl.mako" or src[1] != "red":
+        return None
+    p = src[2]
+    if p.get("pro") or p.get("arg_in"):
+        return None
+    return p, e[5]
+
+
+def _match(entries, i, uses, live, _ew):
+    from ..ops.elementwise import _NP_SCALAR
+    info = _ew(entries[i])
+    red = _red(entries[i + 1])
+    if info is None or red is None or entries[i][1] is not entries[i + 1][1]:
+        return None
+    ep, ops, ob, oo, n, frame = info
+    rp, rargs = red
+    t = rp["in_type"]
+    expr = ep["expr"]
+    if not rp.get("vmode"):                 # a fused chain's scalar form casts to the types it was stored as
+        expr = expr.replace(f"({t})", "")
+    if frame is not None or ep.get("to_bool") or not _ARITH.match(expr):
+        return None
+    if t not in ("float", "double") or rp["map_type"] != t or ep["out_type"] != t:
+        return None
+    if not any(o[0] == "t" for o in ops) or any(o[1] != t or o[2] != t for o in ops):
+        return None
+    ii = 4 if rp["arg"] else 2                        # position of `in` in the reduction's arguments
+    if rargs[ii] is not ob or rargs[ii + 1] < oo or id(ob) in live or uses.get(id(ob)) != [i, i + 1]:
+        return None
+    if any(o[0] == "t" and o[3] is ob for o in ops):
+        return None
+    vw = rp.get("vw", 1) if rp.get("vmode") else 1
+    if vw > 1 and any(o[0] == "t" and o[4] % vw for o in ops):
+        return None
+    rt = entries[i + 1][1]
+    params = dict(rp)
+    params["pro"] = tuple((o[0], o[1]) for o in ops)
+    params["pro_expr"] = ep["expr"]
+    argd = [None, np.int64] + ([None, np.int64] if rp["arg"] else [])
+    for o in ops:
+        argd += [None, np.int64] if o[0] == "t" else [_NP_SCALAR[o[2]]]
+    argd += [np.int64] * (5 + 2 * rp["rk"] + 2 * rp["rr"])
+    k = rt.kernel("reduction.cl.mako", "red", argd, **params)
+    args = list(rargs[:ii])
+    for o in ops:
+        args += [o[3], o[4]] if o[0] == "t" else [o[3]]
+    args.append(rargs[ii + 1] - oo)
+    args += list(rargs[ii + 2:])
+    _, _, _, gs, ls, _ = entries[i + 1]
+    return ("k", rt, k, gs, ls, tuple(args))
+
+
+def fuse_reduction_prologues(trace, live):
+    """A new Trace with each eligible elementwise + reduction pair fused (see the module docstring), and
+    ``{old: new}`` entry indices. ``live``: ids of the buffers live Storage objects hold."""
+    from .fusion import _ew
+    return fuse_pairs(trace, live, lambda entries, i, uses, live: _match(entries, i, uses, live, _ew))
