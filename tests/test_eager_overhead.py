@@ -266,3 +266,29 @@ def test_devices_hash_and_compare_by_value():
     import pickle
     d = pickle.loads(pickle.dumps(cltorch.device("cl:0")))
     assert d == cltorch.device("cl:0") and hash(d) == hash(cltorch.device("cl:0"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_leaf_sharing_add_gradient_takes_it_after_the_other_consumer(device, monkeypatch):
+    """add's backward hands one gradient to a leaf and to a node still to run: the leaf waits for that node and then
+    keeps the tensor itself (no copy kernel); values as torch's, and the user's own gradient tensor is never taken."""
+    xa, wa, ba, ga = _pair(14), _pair(15), _pair(16), _pair(17)
+    x = cltorch.tensor(xa, device=device)
+    w = cltorch.tensor(wa, device=device, requires_grad=True)
+    b = cltorch.tensor(ba, device=device, requires_grad=True)
+    g = cltorch.tensor(ga, device=device)
+    xt, wt, bt = torch.tensor(xa), torch.tensor(wa, requires_grad=True), torch.tensor(ba, requires_grad=True)
+    y = (x * w + b).tanh()
+    if device != "cpu":
+        c = _Count(monkeypatch)
+    y.backward(g)
+    (xt * wt + bt).tanh().backward(torch.tensor(ga))
+    if device != "cpu":
+        assert c.n == 2, f"expected tanh's and mul's derivative kernels only, got {c.n} launches"
+    assert_close(to_np(b.grad), bt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(to_np(w.grad), wt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    b2 = cltorch.tensor(ba, device=device, requires_grad=True)
+    (x * w + b2).backward(g)                # the gradient is the caller's tensor: .grad gets a copy
+    assert b2.grad._storage is not g._storage
+    g.mul_(0)
+    assert_close(to_np(b2.grad), ga)

@@ -332,13 +332,31 @@ def _run(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused, ac
         if e[0] not in deps and e[0] not in ready:
             ready.append(e[0])
     anomaly = anomaly_enabled()
-    while ready:
+    # A leaf whose incoming gradient a pending node also holds (add's backward hands one tensor to both operands)
+    # would have to copy it into .grad; it waits in ``deferred`` until that node has run and let go of it, so
+    # .grad takes the tensor itself (_grad_for_leaf), one kernel less. Each is retried after every node.
+    deferred = []
+    defer = not create_graph and not capture
+    while ready or deferred:
+        if deferred:
+            for j in range(len(deferred) - 1, -1, -1):
+                # references when no one else holds it: the entry's list and getrefcount's argument
+                if not ready or sys.getrefcount(deferred[j][1]) <= 2:
+                    item = deferred.pop(j)
+                    _accumulate_leaf(item[0], item.pop(), capture, results, accumulate, inputs is None, create_graph)
+            item = None
+            if not ready:
+                continue
         node = ready.pop()
         buf = buffers.pop(node, None)
         if node.__class__ is AccumulateGrad:
-            # popped, not read: the engine must hold no reference to the gradient (see _grad_for_leaf)
-            _accumulate_leaf(node, buf.pop() if buf is not None else None, capture, results, accumulate,
-                             inputs is None, create_graph)
+            if defer and ready and buf is not None and node.pre_hooks is None and sys.getrefcount(buf[0]) > 2:
+                deferred.append([node, buf.pop()])   # the list's and getrefcount's argument's references, and more
+            else:
+                # popped, not read: the engine must hold no reference to the gradient (see _grad_for_leaf)
+                _accumulate_leaf(node, buf.pop() if buf is not None else None, capture, results, accumulate,
+                                 inputs is None, create_graph)
+            buf = None
             continue
         if needed is not None and node not in needed:
             continue
