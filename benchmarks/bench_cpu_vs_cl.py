@@ -8,7 +8,8 @@ are host memory reached through zero-copy buffers, with small exact pointwise op
   sum, backward), per op.
 
 The ratio is cpu time over cl:0 time (median of per-round ratios); process CPU per call is printed too, since on a
-loaded 2-core machine wall time mostly measures who got the cores.
+loaded 2-core machine wall time mostly measures who got the cores, and so is the number of queue finishes one step
+makes on each side (cpu ops wait only where memory numpy shares is touched: ``Runtime.finish_if_exposed``).
 
     python benchmarks/bench_cpu_vs_cl.py [--rounds 7] [--quick]
 """
@@ -58,6 +59,26 @@ def _chain(device, n=1000, depth=10):
     return step
 
 
+def _waits(step, sync):
+    """Queue finishes one call of ``step`` makes (``Runtime.synchronize`` finding queued work), the closing
+    synchronize not counted: what the cpu wait rule (``Runtime.finish_if_exposed``) and host reads cost."""
+    from cltorch.backend.runtime import Runtime
+    sync()
+    n = [0]
+    orig = Runtime.synchronize
+
+    def counted(rt):
+        n[0] += bool(rt.pending)
+        return orig(rt)
+    Runtime.synchronize = counted
+    try:
+        step()
+    finally:
+        Runtime.synchronize = orig
+    sync()
+    return n[0]
+
+
 def run(quick=False, rounds=None, device="cl:0"):
     import cltorch
     rounds = rounds or (1 if quick else 7)
@@ -75,6 +96,7 @@ def run(quick=False, rounds=None, device="cl:0"):
         note = f"load {load:.1f}"
         if cpu_t:
             note += "; process CPU per call: " + ", ".join(f"{k} {v:.3g} {unit}" for k, v in cpu_t.items())
+        note += "; queue finishes per step: " + ", ".join(f"{k} {_waits(f, sync)}" for k, (f, _) in sides.items())
         rows.append(A.case(label, unit, A.median(res["cpu"]) * per, {device: A.median(res[device]) * per}, r,
                            f"cpu/{device} time", "<= 1.1", None if r is None else r <= 1.1, note=note))
     return rows
