@@ -44,7 +44,8 @@ _force = [None]
 
 
 def set_algorithm(name):
-    """Force the convolution algorithm: "direct", "gemm", or None (choose per call). Returns the previous."""
+    """Force the convolution algorithm: "direct", "gemm", or None (choose per call; depthwise geometries then run
+    the depthwise kernels of ``ops/conv_depthwise.py``). Returns the previous."""
     if name not in (None, "direct", "gemm"):
         raise ValueError(f"unknown convolution algorithm {name!r}; expected 'direct', 'gemm' or None")
     prev = _force[0]
@@ -510,6 +511,15 @@ def _direct_conv_w(x, u, geom, wshape, with_bias):
     return v, gb
 
 
+def _depthwise(rt, geom, cin_per_group, cout_per_group):
+    """Whether a convolution runs the depthwise kernels (``ops/conv_depthwise.py``): no algorithm forced and a
+    depthwise geometry (groups > 1, one input channel per group, a small channel multiplier)."""
+    if _force[0] is not None:
+        return False
+    from .conv_depthwise import eligible
+    return eligible(rt, geom, cin_per_group, cout_per_group)
+
+
 def _algo(rt, cin, cout, geom):
     """"direct" or "gemm" for a convolution whose GEMM has K = cin*KH*KW and cout output channels."""
     if _force[0] is not None:
@@ -552,7 +562,11 @@ def run_conv(x, w, b, geom):
         return y if b is None else y + b.reshape(1, O, 1, 1, 1)
 
     def f(x, w, b):
-        if _algo(x._runtime(), x._shape[1] // geom.G, O // geom.G, geom) == "direct":
+        rt = x._runtime()
+        if _depthwise(rt, geom, w._shape[1], O // geom.G):
+            from .conv_depthwise import forward
+            return forward(x, w, b, geom)
+        if _algo(rt, x._shape[1] // geom.G, O // geom.G, geom) == "direct":
             return _direct(x, w, b, geom, False, shape)
         return _gemm_conv(x, w, b, geom)
     return _compute(f, x, w, b)
@@ -568,7 +582,11 @@ def run_conv_t(u, w, b, geom):
         return z if b is None else z + b.reshape(1, -1, 1, 1, 1)
 
     def f(u, w, b):
-        if _algo(u._runtime(), O // geom.G, Cg, geom) == "direct":
+        rt = u._runtime()
+        if _depthwise(rt, geom, Cg, O // geom.G):
+            from .conv_depthwise import transposed
+            return transposed(u, w, b, geom)
+        if _algo(rt, O // geom.G, Cg, geom) == "direct":
             return _direct(u, w, b, geom, True, shape)
         return _gemm_conv_t(u, w, b, geom)
     return _compute(f, u, w, b)
@@ -611,6 +629,10 @@ def run_conv_w(x, u, geom, wshape, with_bias=False):
         return v, (_empty_out((O,), x) if with_bias else None)
 
     def f(x, u):
+        if _depthwise(x._runtime(), geom, wshape[1], O // geom.G):
+            from .conv_depthwise import weight_grad
+            v, gb = weight_grad(x, u, geom, wshape, with_bias)
+            return v if gb is None else (v, gb)
         if _algo(x._runtime(), x._shape[1] // geom.G, O // geom.G, geom) == "direct":
             if _wgrad_as_conv_pays(x, u, geom):
                 v = _wgrad_as_conv(x, u, geom, wshape)
