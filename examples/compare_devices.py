@@ -9,6 +9,7 @@ the loss and in each parameter and buffer (BatchNorm running statistics included
     python examples/compare_devices.py --profile               # side B under a deliberately different profile
     python examples/compare_devices.py --profile my.toml       # ... or under this profile file
     python examples/compare_devices.py --vs-torch              # cltorch against PyTorch (dropout off)
+    python examples/compare_devices.py --devices cl:0 cl:1 --f64-reference --steps 100   # vs float32 rounding
 
 - ``--devices A B``: any two of ``cpu``, ``cl``, ``cl:N`` (on a multi-GPU machine, e.g. ``cl:0 cl:1``).
 - ``--profile [PATH]``: device profiles are read once per process, so side B runs in a subprocess with
@@ -22,6 +23,17 @@ the loss and in each parameter and buffer (BatchNorm running statistics included
   step 20; the script exits 1 when a step it ran misses those. ``--f64`` also runs PyTorch in float64 and prints
   how far each float32 side is from it (on the digits CNN both float32 runs leave float64 by about 3e-4 at step 8
   and 2e-3 by step 20: a ReLU/max-pool decision flips on a last-bit difference, and AdamW carries it on).
+- ``--f64-reference``: runs both sides a second time in float64 on the same devices (the same initial weights
+  and batches, widened; the same dropout masks, since a Philox Bernoulli draw compares one 32-bit word per element
+  whatever the dtype) and, where torch is importable, PyTorch in float32 and float64 with cltorch's masks injected
+  into its ``nn.Dropout``. Per step it prints the A-vs-B float32 loss difference next to each side's
+  float32-vs-float64 distance, then the running maxima at steps 1, 10, 20, 50, 100. It exits 1 unless (1) the
+  float64 runs (A, B and PyTorch) agree to 1e-10 relative at every step and (2) at step 1 each float32 loss is
+  within 4 float32 ulps of its float64 loss. Given (1), the A-vs-B difference is at most the sum of the two
+  sides' float32 drifts at every step: as large as float32 rounding makes it and no larger. A ratio to one side's
+  drift is no criterion: the drift grows by discrete flips (on the digits CNN a max-pool near-tie, two values
+  3e-8 apart, decided the other way by last-bit differences of the size PyTorch's float32 has too), and which
+  float32 run flips first is chance. Dropout stays on unless ``--no-dropout``.
 
 The optimizer is the example's AdamW (the char-LM with its param groups and ``clip_grad_norm_(1.0)``), at a
 constant learning rate.
