@@ -541,3 +541,31 @@ def test_prologue_keeps_a_product_that_is_seen():
     assert cf.graphs()[0].launch_count == 2
     np.testing.assert_array_equal(_np(p), _np(a) * _np(b))
     np.testing.assert_array_equal(_np(s), _np(f(a, b)[1]))
+
+
+def test_fusion_joins_a_dag_of_pointwise_launches():
+    """Launches that read the same input side by side and meet in a later launch (a GELU's backward: a tanh, a
+    polynomial and their product) fuse into one kernel when each intermediate is used only inside the run;
+    bit-identical to eager. When the polynomial is seen outside, the run is cut there: launches are not
+    reordered around it, so all three stay."""
+    xn = np.random.default_rng(7).standard_normal(4096).astype(np.float32)
+    x = torch.from_numpy(xn).to(DEV)
+    keep = []
+
+    def dag(x, leak=False):
+        t = torch.tanh(x * 0.8)
+        p = x * x * 0.04 + 1.0
+        if leak:
+            keep.append(p)
+        return (1.0 - t * t) * p + t
+
+    for leak, want in ((False, 1), (True, 3)):
+        cf = torch.compile(lambda x: dag(x, leak))
+        with torch.no_grad():
+            for _ in range(4):
+                y = cf(x)
+            eager = dag(x, leak)
+        assert cf.graphs()[0].launch_count == want, cf.graphs()[0].labels()
+        np.testing.assert_array_equal(_np(y), _np(eager))
+    t, p = np.tanh(xn.astype(np.float64) * 0.8), xn.astype(np.float64) ** 2 * 0.04 + 1.0
+    np.testing.assert_allclose(_np(y), (1.0 - t * t) * p + t, rtol=1e-5, atol=1e-5)

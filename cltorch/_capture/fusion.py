@@ -3,11 +3,12 @@
 A run of consecutive ``elementwise.cl.mako`` launches on the contiguous fast path (rank 0) over the same
 element count on one device becomes one launch when each intermediate output
 
-* is read only by the next launch of the run (at the offset it was written at, in any operand positions),
+* is read only by later launches of the run (at the offset it was written at, in any operand positions;
+  so a run is a small DAG with one result, e.g. a GELU's backward),
 * is used by no other entry of the trace (no other write, read, copy or fill), and
 * belongs to no live tensor when the capture ends (no Storage holds the buffer: nothing outside can see it).
 
-The fused expression substitutes each intermediate's (already fused) expression for the consumer's operand.
+The fused expression substitutes each intermediate's (already fused) expression for the consumers' operands.
 When every launch of the run took the vector path with the same width, the expressions are float-typed and
 compose as they are, on the same vector builtins, so the result is bit-identical to the separate launches
 (the template is built with ``FP_CONTRACT OFF``: no multiply-add is formed across the former kernel
@@ -160,34 +161,7 @@ def _fuse_ew(trace, live):
         fused, remap = _fuse_ew(sub, live)
         return fused, {i: remap[pos[i]] for i in keep}
 
-    groups, cur, gframe = [], [], None
-    for i, info in enumerate(infos):
-        if info is None:
-            if cur:
-                groups.append(cur)
-            cur = []
-            continue
-        if cur:
-            last = infos[cur[-1]]
-            p, ops, ob, oo, n, fr = info
-            lp, lops, lob, loo, ln, lfr = last
-            frame = gframe if fr is None else fr
-            ok = (entries[i][1] is entries[cur[-1]][1] and n == ln and not lp.get("to_bool")
-                  and id(lob) not in live and uses.get(id(lob)) == [cur[-1], i]
-                  and any(o[0] == "t" and o[3] is lob for o in ops)
-                  and all(o[4] == loo and o[1] == lp["out_type"] and
-                          (o[5] is None or o[5] == frame[1]) for o in ops if o[0] == "t" and o[3] is lob)
-                  and ob is not lob and _frame_ok(gframe, fr, info, [infos[c] for c in cur]))
-            if ok:
-                cur.append(i)
-                if gframe is None:
-                    gframe = fr
-                continue
-            groups.append(cur)
-        cur = [i]
-        gframe = info[5]
-    if cur:
-        groups.append(cur)
+    groups = _groups(entries, infos, uses, live)
 
     new_entries, remap = [], {}
     gi = {g[0]: g for g in groups if len(g) > 1}
@@ -212,6 +186,59 @@ def _fuse_ew(trace, live):
     out.regions = [(tag, remap.get(a, len(new_entries)), (remap[b - 1] + 1) if b > a else remap.get(a, 0))
                    for tag, a, b in trace.regions]
     return out, remap
+
+
+def _groups(entries, infos, uses, live):
+    """Runs of consecutive eligible launches to fuse: a member reads earlier members' outputs only at the offset
+    each was written, as the type it was stored as, and every member's output but the last is used only by
+    members (no live Storage holds it), so the members form a DAG whose one result is the last output; a run
+    that would leak an intermediate is cut back to its longest closed prefix."""
+    groups, s, n_all = [], 0, len(infos)
+    while s < n_all:
+        if infos[s] is None:
+            s += 1
+            continue
+        cand, gframe, outs = [s], infos[s][5], {id(infos[s][2]): s}
+        j = s + 1
+        while j < n_all and infos[j] is not None and _joins(entries, infos, cand, gframe, outs, j):
+            cand.append(j)
+            if gframe is None:
+                gframe = infos[j][5]
+            outs[id(infos[j][2])] = j
+            j += 1
+        k = len(cand)
+        while k > 1 and not _closed(infos, cand[:k], uses, live):
+            k -= 1
+        groups.append(cand[:k])
+        s = cand[k - 1] + 1
+    return groups
+
+
+def _joins(entries, infos, cand, gframe, outs, j):
+    p, ops, ob, oo, n, fr = infos[j]
+    if entries[j][1] is not entries[cand[0]][1] or n != infos[cand[0]][4] or id(ob) in outs:
+        return False
+    if any(infos[c][0].get("to_bool") for c in cand):
+        return False
+    frame = gframe if fr is None else fr
+    for o in ops:
+        if o[0] == "t" and id(o[3]) in outs:
+            m = infos[outs[id(o[3])]]
+            if o[3] is not m[2] or o[4] != m[3] or o[1] != m[0]["out_type"] or \
+                    (o[5] is not None and o[5] != frame[1]):
+                return False
+    return _frame_ok(gframe, fr, infos[j], [infos[c] for c in cand])
+
+
+def _closed(infos, g, uses, live):
+    """Whether every output of ``g`` but the last is an intermediate only members use."""
+    members = set(g)
+    last = infos[g[-1]][2]
+    for m in g[:-1]:
+        ob = infos[m][2]
+        if id(ob) in live or ob is last or not set(uses.get(id(ob), ())) <= members:
+            return False
+    return True
 
 
 def _frame_ok(gframe, fr, info, members):
@@ -256,15 +283,15 @@ def _fuse_group(entries, infos, g):
     tstrides = []              # per tensor operand of the fused kernel: its strides in the frame
     types = set()
     text = None
-    prev_buf = None
-    prev_ot = None
+    made = {}                  # output buffer id of a member -> (its expression, the type it was stored as)
     for i in g:
         p, ops, ob, oo, n, _ = infos[i]
         types.update(p.get("types", ()))
         subst = {}
         for j, (kind, st, ct, val, off, strides) in enumerate(ops):
-            if kind == "t" and val is prev_buf:
-                subst[j] = f"({text})" if vector else f"(({ct})(({prev_ot})({text})))"
+            if kind == "t" and id(val) in made:
+                mtext, mot = made[id(val)]
+                subst[j] = f"({mtext})" if vector else f"(({ct})(({mot})({mtext})))"
             elif kind == "t":
                 if frame is not None and strides is None:
                     strides = cstr
@@ -282,7 +309,7 @@ def _fuse_group(entries, infos, g):
         text = _X.sub(lambda m: subst[int(m.group(1))], p["expr"])
         if len(text) > MAX_EXPR:
             return None
-        prev_buf, prev_ot = ob, p["out_type"]
+        made[id(ob)] = (text, p["out_type"])
     last = infos[g[-1]][0]
     n = infos[g[-1]][4]
     prof = rt.profile
