@@ -158,6 +158,13 @@ def conv():
     fwd_bwd("conv1d dilated", lambda x, w: ct.nn.functional.conv1d(x, w, dilation=2),
             lambda x, w: torch.nn.functional.conv1d(x, w, dilation=2),
             [(arr(n, c, h + 4), True), (arr(o, c, 3), True)], 1e-4, 1e-5)
+    # depthwise kernels (ops/conv_depthwise.py): multiplier 2, stride 2, rows that end in a partial vector
+    fwd_bwd("conv2d depthwise", lambda x, w, b: ct.nn.functional.conv2d(x, w, b, 2, 1, 1, c),
+            lambda x, w, b: torch.nn.functional.conv2d(x, w, b, 2, 1, 1, c),
+            [(arr(n, c, h, h + 3), True), (arr(2 * c, 1, 3, 3), True), (arr(2 * c), True)], 1e-4, 1e-5)
+    fwd_bwd("conv1d depthwise dilated", lambda x, w: ct.nn.functional.conv1d(x, w, None, 1, 2, 2, c),
+            lambda x, w: torch.nn.functional.conv1d(x, w, None, 1, 2, 2, c),
+            [(arr(n, c, h + 5), True), (arr(c, 1, 3), True)], 1e-4, 1e-5)
 
 
 def pool():
@@ -198,11 +205,16 @@ def norm():
 
 
 def softmax():
-    m = arr(5, 21) if TINY else arr(37, 513)
-    for dim in (1, 0):
-        fwd_bwd(f"softmax dim {dim}", lambda x: ct.softmax(x, dim), lambda x: torch.softmax(x, dim), [(m * 4, True)])
-        fwd_bwd(f"log_softmax dim {dim}", lambda x: ct.log_softmax(x, dim), lambda x: torch.log_softmax(x, dim),
-                [(m * 4, True)])
+    # row lengths below one chunk of 32, across a partial chunk, and long; each dim 1 (contiguous rows: the
+    # profile's lanes per row, vector loads) and dim 0 (strided rows, one lane)
+    shapes = [(5, 21), (6, 70)] if TINY else [(37, 513), (300, 65), (3, 7), (2, 3001)]
+    for shape in shapes:
+        m = arr(*shape)
+        for dim in (1, 0):
+            fwd_bwd(f"softmax {shape} dim {dim}", lambda x: ct.softmax(x, dim), lambda x: torch.softmax(x, dim),
+                    [(m * 4, True)])
+            fwd_bwd(f"log_softmax {shape} dim {dim}", lambda x: ct.log_softmax(x, dim),
+                    lambda x: torch.log_softmax(x, dim), [(m * 4, True)])
 
 
 def loss():
