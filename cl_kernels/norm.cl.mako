@@ -14,14 +14,20 @@
 ## work-item (r, c) of nrows * nch owns chunk c of row r. The launcher picks CH and nch from the row length and the
 ## profile alone, so the order of every sum is fixed by L and the profile: not by the work-group size, the device
 ## or its compiler.
-##   forward:  norm_part writes each chunk's sum S_c and centred sum of squares Q_c = sum (x - S_c / n_c)^2 (rms:
-##             sum x^2); norm_fwd combines a row's chunks in chunk order (mean = sum S_c / L, then
-##             M2 = sum Q_c + n_c (S_c / n_c - mean)^2: Chan, Golub & LeVeque 1979's pairwise update, taken
-##             about the final mean) and writes its chunk of y; chunk 0 also writes mean, rstd (and var).
+##   forward:  norm_part writes each chunk's pivot m_c = (sum x) / n_c, residual D_c = sum (x - m_c) and centred
+##             sum of squares Q_c = sum (x - m_c)^2 (rms: only Q_c = sum x^2). norm_fwd combines a row's chunks in
+##             chunk order: mean m1 = sum n_c m_c / L, its correction d = sum (n_c (m_c - m1) + D_c) / L (the
+##             corrected two-pass algorithm of Chan, Golub & LeVeque 1983: d holds what rounding m1 lost, to the
+##             precision of the centred terms), M2 = sum Q_c + 2 e_c D_c + n_c e_c^2 with e_c = m_c - (m1 + d)
+##             (their pairwise update, exact in real arithmetic), and writes its chunk of y; chunk 0 also writes
+##             the mean as a pair (hi, lo) with hi + lo = m1 + d exactly, rstd (and var). Every centring
+##             subtracts hi, then lo: a float32 mean alone is off by up to half an ulp of |mean|, a bias every
+##             term of sum(g * xh) shares (batch_norm weight gradients of an offset input were ~4x further from
+##             float64 than torch's, whose CPU kernels accumulate in double).
 ##   backward: norm_bwd_part writes each chunk's sum(gh) and sum(gh * xh); norm_bwd adds a row's chunk sums in
 ##             chunk order and writes its chunk of grad_x; chunk 0 also writes the row sums (batch_norm).
-## With nch == 1 the second kernel computes its chunk's sums itself (the same function, so the same bits) and the
-## first is not launched. Inside a chunk, terms add in blocks of NORM_NB (a partial per block, then the partials):
+## With nch == 1 the second kernel computes its chunk's sums itself (the same function) and the first is not
+## launched. The mean is saved as mean[r] (hi) and mean[nrows + r] (lo). Inside a chunk, terms add in blocks of NORM_NB (a partial per block, then the partials):
 ## one sequential float32 sum over a batch_norm row of 16,384 terms was ~20x further from float64 than PyTorch's.
 ## Every work-item only reads what the previous launch wrote: no local memory, no barriers, no atomics.
 <%namespace name="cm" file="common.cl.mako"/>
@@ -38,14 +44,24 @@ ${cm.preamble(types)}
     # row multiplies the row sums instead (which are also its weight and bias gradients)
     w_in_sum = has_w and affine in ("col", "group")
 %>
+## the normalised element: ((x - mean hi) - mean lo) * rstd (rms: x * rstd)
+<%def name="xhat(xv)">\
+% if center:
+((${xv} - mu) - ml) * rstd\
+% else:
+${xv} * rstd\
+% endif
+</%def>
 ## for-header walking elements j0 <= j < j1 of a row: a, b are the element's coordinates, p its offset in the row
 ## (an empty row, Bn == 0, has j0 == j1 == 0 and divides nothing)
 <%def name="each(j0, j1)">for (long j = ${j0}, a = Bn ? (${j0}) / Bn : 0, b = (${j0}) - a * Bn; j < ${j1}; ++j, b = (b + 1 == Bn) ? 0 : b + 1, a += (b == 0))</%def>
 
-## Sums over elements [j0, j1) of row r: S = sum x, Q = sum (x - S / n)^2 (center) or sum x^2 (rms).
-void fwd_chunk(__global const ${T}* xp, long j0, long j1, long sa, long Bn, ${CT}* S_out, ${CT}* Q_out)
+## Sums over elements [j0, j1) of a row: the pivot P = (sum x) / n, D = sum (x - P), Q = sum (x - P)^2 (center);
+## or P = D = 0, Q = sum x^2 (rms).
+void fwd_chunk(__global const ${T}* xp, long j0, long j1, long sa, long Bn, ${CT}* P_out, ${CT}* D_out, ${CT}* Q_out)
 {
     ${CT} m = 0;
+    ${CT} sd = 0, pd = 0;
 % if center:
     ${CT} s = 0, ps = 0;
     int ks = 0;
@@ -55,17 +71,19 @@ void fwd_chunk(__global const ${T}* xp, long j0, long j1, long sa, long Bn, ${CT
     }
     s += ps;
     m = s / (${CT})(j1 - j0);
-    *S_out = s;
-% else:
-    *S_out = 0;
 % endif
     ${CT} q = 0, pq = 0;
     int kq = 0;
     ${each("j0", "j1")} {
         ${CT} d = (${CT})xp[a * sa + b] - m;
+% if center:
+        pd += d;
+% endif
         pq += d * d;
-        if (++kq == NORM_NB) { q += pq; pq = 0; kq = 0; }
+        if (++kq == NORM_NB) { sd += pd; q += pq; pd = 0; pq = 0; kq = 0; }
     }
+    *P_out = m;
+    *D_out = sd + pd;
     *Q_out = q + pq;
 }
 
@@ -76,10 +94,11 @@ __kernel void norm_part(__global ${CT}* part, __global const ${T}* x, long x_off
     if (gid >= nrows * nch) return;
     long r = gid / nch, c = gid - r * nch;
     long j0 = c * CH, j1 = min(j0 + CH, L);
-    ${CT} S, Q;
-    fwd_chunk(x + x_off + r * rs, j0, j1, sa, Bn, &S, &Q);
-    part[2 * gid] = S;
-    part[2 * gid + 1] = Q;
+    ${CT} P, D, Q;
+    fwd_chunk(x + x_off + r * rs, j0, j1, sa, Bn, &P, &D, &Q);
+    part[3 * gid] = P;
+    part[3 * gid + 1] = D;
+    part[3 * gid + 2] = Q;
 }
 
 __kernel void norm_fwd(__global ${T}* y, long y_off,
@@ -98,32 +117,37 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
     __global const ${T}* xp = x + x_off + r * rs;
     __global ${T}* yp = y + y_off + r * rs;
     ${CT} M = (${CT})L;
-    ${CT} mu = 0, m2 = 0;
+    ${CT} m1 = 0, dl = 0, m2 = 0;
     if (nch == 1) {
-        ${CT} S, Q;
-        fwd_chunk(xp, 0, L, sa, Bn, &S, &Q);
-        mu = S / M;              // rms: S is 0; one chunk's (S / n - mean) is 0, so M2 is Q
-        m2 = Q;
+        ${CT} D, Q;
+        fwd_chunk(xp, 0, L, sa, Bn, &m1, &D, &Q);
+        dl = D / M;
+        m2 = Q - dl * D;         // sum (x - m1 - dl)^2 = Q - 2 dl D + L dl^2, and L dl = D
     } else {
-        __global const ${CT}* pr = part + 2 * r * nch;
+        __global const ${CT}* pr = part + 3 * r * nch;
 % if center:
-        for (long k = 0; k < nch; ++k) mu += pr[2 * k];
-        mu = mu / M;
+        for (long k = 0; k < nch; ++k) m1 += (${CT})(min((k + 1) * CH, L) - k * CH) * pr[3 * k];
+        m1 = m1 / M;
+        for (long k = 0; k < nch; ++k) dl += (${CT})(min((k + 1) * CH, L) - k * CH) * (pr[3 * k] - m1) + pr[3 * k + 1];
+        dl = dl / M;
 % endif
         for (long k = 0; k < nch; ++k) {
 % if center:
             ${CT} nk = (${CT})(min((k + 1) * CH, L) - k * CH);
-            ${CT} d = pr[2 * k] / nk - mu;
-            m2 += pr[2 * k + 1] + nk * d * d;
+            ${CT} e = (pr[3 * k] - m1) - dl;
+            m2 += pr[3 * k + 2] + (${CT})2 * e * pr[3 * k + 1] + nk * e * e;
 % else:
-            m2 += pr[2 * k + 1];
+            m2 += pr[3 * k + 2];
 % endif
         }
     }
+    ${CT} mu = m1 + dl;
+    ${CT} ml = dl - (mu - m1);   // Fast2Sum (|m1| >= |dl|): mu + ml == m1 + dl exactly
     ${CT} var = m2 / M;
     ${CT} rstd = rsqrt(var + eps);
     if (c == 0) {
         mean_out[r] = mu;
+        mean_out[nrows + r] = ml;
         rstd_out[r] = rstd;
 % if save_var:
         var_out[r] = var;
@@ -139,7 +163,7 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
 % endif
     ${each("j0", "j1")} {
         long p = a * sa + b;
-        ${CT} v = ((${CT})xp[p] - mu) * rstd;
+        ${CT} v = ${xhat("(" + CT + ")xp[p]")};
 % if affine == "row":
 % if has_w:
         v = v * wr;
@@ -166,7 +190,7 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
 ## weight multiplies them), and chunk 0 writes sum(g) and sum(g * xh) of each row, which are the bias and weight
 ## gradients.
 void bwd_chunk(__global const ${T}* gp, __global const ${T}* xp, __global const ${T}* w, long w_off, long r,
-               ${CT} mu, ${CT} rstd, long j0, long j1, long sa, long Bn, long G, long Cg, long HW,
+               ${CT} mu, ${CT} ml, ${CT} rstd, long j0, long j1, long sa, long Bn, long G, long Cg, long HW,
                ${CT}* s1_out, ${CT}* s2_out)
 {
     ${CT} s1 = 0, s2 = 0, p1 = 0, p2 = 0;
@@ -177,7 +201,7 @@ void bwd_chunk(__global const ${T}* gp, __global const ${T}* xp, __global const 
 % if w_in_sum:
         gv = gv * (${CT})w[w_off + ${widx("r", "b")}];
 % endif
-        ${CT} xh = ((${CT})xp[p] - mu) * rstd;
+        ${CT} xh = ${xhat("(" + CT + ")xp[p]")};
         p1 += gv;
         p2 += gv * xh;
         if (++k1 == NORM_NB) { s1 += p1; s2 += p2; p1 = 0; p2 = 0; k1 = 0; }
@@ -199,7 +223,8 @@ __kernel void norm_bwd_part(__global ${CT}* part,
     long r = gid / nch, c = gid - r * nch;
     long j0 = c * CH, j1 = min(j0 + CH, L);
     ${CT} s1, s2;
-    bwd_chunk(g + g_off + r * rs, x + x_off + r * rs, w, w_off, r, mean_in[r], rstd_in[r], j0, j1, sa, Bn,
+    bwd_chunk(g + g_off + r * rs, x + x_off + r * rs, w, w_off, r, mean_in[r], mean_in[nrows + r], rstd_in[r], j0, j1, sa,
+              Bn,
               G, Cg, HW, &s1, &s2);
     part[2 * gid] = s1;
     part[2 * gid + 1] = s2;
@@ -223,10 +248,10 @@ __kernel void norm_bwd(__global ${T}* gi, long gi_off,
     __global const ${T}* gp = g + g_off + r * rs;
     __global ${T}* op = gi + gi_off + r * rs;
     ${CT} M = (${CT})L;
-    ${CT} mu = mean_in[r], rstd = rstd_in[r];
+    ${CT} mu = mean_in[r], ml = mean_in[nrows + r], rstd = rstd_in[r];
     ${CT} s1 = 0, s2 = 0;
     if (nch == 1) {
-        bwd_chunk(gp, xp, w, w_off, r, mu, rstd, 0, L, sa, Bn, G, Cg, HW, &s1, &s2);
+        bwd_chunk(gp, xp, w, w_off, r, mu, ml, rstd, 0, L, sa, Bn, G, Cg, HW, &s1, &s2);
     } else {
         __global const ${CT}* pr = part + 2 * r * nch;
         for (long k = 0; k < nch; ++k) { s1 += pr[2 * k]; s2 += pr[2 * k + 1]; }
@@ -254,7 +279,7 @@ __kernel void norm_bwd(__global ${T}* gi, long gi_off,
 % elif affine != "none" and has_w:
         gv = gv * (${CT})w[w_off + ${widx("r", "b")}];
 % endif
-        ${CT} xh = ((${CT})xp[p] - mu) * rstd;
+        ${CT} xh = ${xhat("(" + CT + ")xp[p]")};
         op[p] = (${T})(rstd * (gv - c1 - xh * c2));
     }
 }
@@ -274,7 +299,8 @@ __kernel void norm_wgrad(__global ${CT}* part_w, __global ${CT}* part_b,
     ${CT} sw = 0, sb = 0;
     for (long r = r0; r < r1; ++r) {
         ${CT} gv = (${CT})g[g_off + r * M + col];
-        ${CT} xh = ((${CT})x[x_off + r * M + col] - mean_in[r]) * rstd_in[r];
+        ${CT} mu = mean_in[r], ml = mean_in[nrows + r], rstd = rstd_in[r];
+        ${CT} xh = ${xhat("(" + CT + ")x[x_off + r * M + col]")};
         sw += gv * xh;
         sb += gv;
     }

@@ -61,11 +61,12 @@ def _params(x, w, b, center, affine, save_var):
 
 
 def _norm_launch(x, w, b, nrows, rs, A, sa, Bn, G, Cg, HW, eps, center, affine, save_var=False):
-    """Forward kernel over a contiguous x. Returns (y, mean, rstd, var or None, params)."""
+    """Forward kernels over a contiguous x. Returns (y, mean, rstd, var or None, params); mean is (2 * nrows,):
+    each row's mean as hi (mean[:nrows]) plus lo (mean[nrows:]), which the backward kernels subtract in turn."""
     ct = compute_dtype(x.dtype)
     params = _params(x, w, b, center, affine, save_var)
     y = Tensor._empty(x._shape, x.dtype, x.device)
-    mean = Tensor._empty((nrows,), ct, x.device)
+    mean = Tensor._empty((2 * nrows,), ct, x.device)
     rstd = Tensor._empty((nrows,), ct, x.device)
     var = Tensor._empty((nrows,), ct, x.device) if save_var else None
     if nrows == 0:
@@ -76,7 +77,7 @@ def _norm_launch(x, w, b, nrows, rs, A, sa, Bn, G, Cg, HW, eps, center, affine, 
     ls = local_size(rt, "norm")
     xb = x._storage.cl_buffer()
     host = is_host(x, y)
-    part = Tensor._empty((2 * nrows * nch,), ct, x.device) if nch > 1 else mean
+    part = Tensor._empty((3 * nrows * nch,), ct, x.device) if nch > 1 else mean
     if nch > 1:
         kp = kernel(rt, "norm.cl.mako", "norm_part", _PART_ARGS, **params)
         launch(rt, kp, nrows * nch, ls, part._storage.cl_buffer(), xb, x._offset, nrows, rs, sa, Bn, L, CH, nch)
@@ -287,7 +288,8 @@ def _gn_bwd(ctx, g):
     if (w is not None and needs[1]) or (b is not None and needs[2]):
         g3 = g.reshape(N, C, HW) if g._shape == x._shape else g.expand(x._shape).reshape(N, C, HW)
         if w is not None and needs[1]:
-            xh = (x.reshape(N, G, Cg * HW) - mean.reshape(N, G, 1).to(x.dtype)) * rstd.reshape(N, G, 1).to(x.dtype)
+            mean2 = mean.reshape(2, N, G, 1).to(x.dtype)
+            xh = ((x.reshape(N, G, Cg * HW) - mean2[0]) - mean2[1]) * rstd.reshape(N, G, 1).to(x.dtype)
             gw = (g3 * xh.reshape(N, C, HW)).sum((0, 2))
         if b is not None and needs[2]:
             gb = g3.sum((0, 2))
@@ -330,7 +332,7 @@ def _bn_fwd(ctx, x, w, b, eps):
     if ctx is not None:
         ctx.save_for_backward(xc, w, b, mean, rstd)
         ctx.eps, ctx.params = eps, params
-    return y, mean, var
+    return y, mean[:C], var
 
 
 def _bn_composed(g, x, w, b, eps, needs):
