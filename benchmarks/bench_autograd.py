@@ -9,6 +9,9 @@ PyTorch CPU eager, side by side in one run.
 - ``backward only``: ``backward`` of the chain's graph (``retain_graph=True``), per forward op.
 
 All sides queue their work; cltorch's device is synchronised once per timed batch. Sides alternate in rounds.
+Each row's note reads it against the launch floor (issue 16): the row's kernel launches per op (counted on one call)
+times a bare pyopencl launch of the 1,000-element add with a pooled output, measured in the same run as
+``benchmarks/bench_launch_floor.py`` does (batch plus finish), so "ours = floor + X" is the host overhead above it.
 
     python benchmarks/bench_autograd.py [--device cl:0] [--rounds 5] [--quick] [--profile]
 """
@@ -77,6 +80,7 @@ def run(quick=False, device="cl:0", rounds=None, profile=False, out=print):
         if not np.allclose(g_o, g_t, rtol=1e-4, atol=1e-5):
             raise AssertionError(f"chain gradients differ from torch's by {np.abs(g_o - g_t).max():.3g}")
 
+    floor = _floor(device)
     rows = []
     for key, label, per in (("chain", f"autograd chain: {OPS} pointwise ops on {N} f32, fwd+bwd, per op", OPS),
                             ("add", f"add on {N} f32 with a graph node (recording), queued", 1),
@@ -90,11 +94,45 @@ def run(quick=False, device="cl:0", rounds=None, profile=False, out=print):
         med = {k: A.median(v) * 1e6 / per for k, v in res.items()}
         bt = A.best_torch(res)
         r = A.round_ratio(res["ours"], res.get(bt))
+        note = f"load {load:.1f}; {A.cpu_note(1e6 / per, 'us')}"
+        if floor is not None:
+            lpo = _launches(ours[key]) / per
+            f_us = lpo * floor * 1e6
+            note += (f"; floor {lpo:.2f} launches/op x {floor * 1e6:.1f} us (bare pyopencl launch, pooled output, "
+                     f"same run) = {f_us:.1f} us: ours = floor + {med['ours'] - f_us:.1f} us")
         rows.append(A.case(label, "us", med["ours"], {k: v for k, v in med.items() if k != "ours"}, r,
-                           f"ours/{bt} time", None, None, note=f"load {load:.1f}; {A.cpu_note(1e6 / per, 'us')}"))
+                           f"ours/{bt} time", None, None, note=note))
     if profile:
         A.profile_host(ours["chain"], sync, n=50, out=out)
     return rows
+
+
+def _floor(device):
+    """Wall seconds per bare pyopencl launch of the 1,000-element add with a pooled output, batch plus finish
+    (bench_launch_floor.py's sustained rate), on ``device``; None where it cannot be measured."""
+    try:
+        import bench_launch_floor as F
+        return F.device_floors(device, reps=5, inner=1000)["enqueue + set_args + pooled output"][0]
+    except Exception as e:  # noqa: BLE001 - a benchmark row, not a test
+        print(f"launch floor not measured: {type(e).__name__}: {e}")
+        return None
+
+
+def _launches(fn):
+    """Kernel launches one call of ``fn`` makes (Runtime.launch calls)."""
+    from cltorch.backend.runtime import Runtime
+    n = [0]
+    orig = Runtime.launch
+
+    def launch(rt, *a, **k):
+        n[0] += 1
+        return orig(rt, *a, **k)
+    Runtime.launch = launch
+    try:
+        fn()
+    finally:
+        Runtime.launch = orig
+    return n[0]
 
 
 def suite(quick=False, device="cl:0"):
