@@ -541,7 +541,7 @@ LUFactorExResult = collections.namedtuple("lu_factor_ex", ["LU", "pivots", "info
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """``torch.linalg.lu_factor_ex``: (LU, pivots, info) of A (..., m, n) with partial pivoting: LU packs the
     unit lower L (below the diagonal) and U, pivots (..., min(m, n)) int32 are LAPACK's 1-based row swaps, info
-    the first zero pivot (1-based) or 0. pivot=False raises, as PyTorch on the CPU does. Host: numpy blocked
+    the first zero pivot (1-based) or 0. pivot=False raises, as PyTorch on the CPU does. Host: numpy Crout
     LU (``lu_np``). Gradient: PyTorch's lu_factor_ex_backward (square, wide and tall)."""
     fname = "torch.linalg.lu_factor_ex"
     check_matrix(A, "linalg.lu_factor_ex", square=False)
