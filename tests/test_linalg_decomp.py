@@ -360,7 +360,7 @@ def test_singular_det_gradient_and_out():
         d = cltorch.linalg.det(x)
         assert abs(d.item()) < 1e-12
         d.backward()
-        np.testing.assert_allclose(x.grad.numpy(), cof, atol=1e-12)
+        np.testing.assert_allclose(x.grad.cpu().numpy(), cof, atol=1e-12)
     a = rng.standard_normal((3, 3))
     q, r = cltorch.empty(3, 3, dtype=cltorch.float64), cltorch.empty(3, 3, dtype=cltorch.float64)
     res = cltorch.linalg.qr(cltorch.tensor(a), out=(q, r))
