@@ -43,6 +43,9 @@ ${cm.preamble(types)}
     # the chunk weight: group/col weights enter the backward's sums (gh = g * w); batch_norm's one weight per
     # row multiplies the row sums instead (which are also its weight and bias gradients)
     w_in_sum = has_w and affine in ("col", "group")
+    # deterministic mode: Intel's CPU compiler vectorises the loops over a row's chunk sums, reassociating them
+    # (PoCL and Intel then differ in the last bits); volatile accumulators keep IEEE's order, as in loss_reduce
+    VOL = "volatile " if context.get("deterministic") else ""
 %>
 ## the normalised element: ((x - mean hi) - mean lo) * rstd (rms: x * rstd)
 <%def name="xhat(xv)">\
@@ -117,10 +120,11 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
     __global const ${T}* xp = x + x_off + r * rs;
     __global ${T}* yp = y + y_off + r * rs;
     ${CT} M = (${CT})L;
-    ${CT} m1 = 0, dl = 0, m2 = 0;
+    ${VOL}${CT} m1 = 0, dl = 0, m2 = 0;
     if (nch == 1) {
-        ${CT} D, Q;
-        fwd_chunk(xp, 0, L, sa, Bn, &m1, &D, &Q);
+        ${CT} P, D, Q;
+        fwd_chunk(xp, 0, L, sa, Bn, &P, &D, &Q);
+        m1 = P;
         dl = D / M;
         m2 = Q - dl * D;         // sum (x - m1 - dl)^2 = Q - 2 dl D + L dl^2, and L dl = D
     } else {
@@ -249,9 +253,12 @@ __kernel void norm_bwd(__global ${T}* gi, long gi_off,
     __global ${T}* op = gi + gi_off + r * rs;
     ${CT} M = (${CT})L;
     ${CT} mu = mean_in[r], ml = mean_in[nrows + r], rstd = rstd_in[r];
-    ${CT} s1 = 0, s2 = 0;
+    ${VOL}${CT} s1 = 0, s2 = 0;
     if (nch == 1) {
-        bwd_chunk(gp, xp, w, w_off, r, mu, ml, rstd, 0, L, sa, Bn, G, Cg, HW, &s1, &s2);
+        ${CT} t1, t2;
+        bwd_chunk(gp, xp, w, w_off, r, mu, ml, rstd, 0, L, sa, Bn, G, Cg, HW, &t1, &t2);
+        s1 = t1;
+        s2 = t2;
     } else {
         __global const ${CT}* pr = part + 2 * r * nch;
         for (long k = 0; k < nch; ++k) { s1 += pr[2 * k]; s2 += pr[2 * k + 1]; }

@@ -1,6 +1,11 @@
-"""Accuracy of the fused norm kernels' long row sums (batch_norm over N * HW terms, layer_norm over wide rows):
-the outputs and input gradients must be as close to a float64 reference as PyTorch's float32 ones are (within 4x
-their distance). One sequential float32 sum over 16,384 terms was ~20x further off than torch's."""
+"""Accuracy of the fused norm kernels against float64: batch_norm, layer_norm, rms_norm, group_norm and
+instance_norm at shapes that take each path of ``cl_kernels/norm.cl.mako`` (rows of one chunk and of many, a
+shorter last chunk, many rows, few channels over large spatial sizes, 2-D batch_norm input), with offset inputs
+(as after ReLU6). The outputs and the input, weight and bias gradients must be as close to torch float64 as torch's
+float32 ones are (within 4x their distance, plus a 2e-7 float32-rounding floor). One sequential float32 sum over
+16,384 terms was ~20x further off than torch's; a float32 mean alone (without its correction) left batch_norm
+weight gradients of an offset input ~4x further. float64 inputs must match torch float64 to ~1e-12. Deterministic
+mode gives the same bits on PoCL and on Intel's runtime, chunked rows included."""
 import numpy as np
 import pytest
 
@@ -13,51 +18,129 @@ DEVICES = ["cpu", "cl:0"]
 
 
 def _dist(a, ref):
-    return float(np.abs(np.asarray(a, np.float64) - ref).max() / np.abs(ref).max())
+    return float(np.abs(np.asarray(a, np.float64) - ref).max() / max(np.abs(ref).max(), 1e-300))
 
 
-def _against_torch(fn_ours, fn_torch, xn, gn, device):
-    """(ours, torch f32) distances of the output and the input gradient from torch float64."""
-    out = {}
-    for name, lib, dt in (("ours", cltorch, None), ("t32", torch, torch.float32), ("t64", torch, torch.float64)):
-        if lib is cltorch:
-            x = cltorch.from_numpy(xn).to(device).requires_grad_()
-            y = fn_ours(x)
-            y.backward(cltorch.from_numpy(gn).to(device))
-            out[name] = (y.detach().cpu().numpy().astype(np.float64), x.grad.cpu().numpy().astype(np.float64))
-        else:
-            x = torch.from_numpy(xn).to(dt).requires_grad_()
-            y = fn_torch(x)
-            y.backward(torch.from_numpy(gn).to(dt))
-            out[name] = (y.detach().double().numpy(), x.grad.double().numpy())
-    return [(_dist(out["ours"][i], out["t64"][i]), _dist(out["t32"][i], out["t64"][i])) for i in range(2)]
+def _run(lib, fn, arrays, gn, device, dt):
+    """fn(*tensors) on lib; returns [output, grad of each array] as float64 numpy."""
+    if lib is cltorch:
+        ts = [cltorch.from_numpy(a).to(device).to(dt).requires_grad_() for a in arrays]
+        y = fn(lib, *ts)
+        y.backward(cltorch.from_numpy(gn).to(device).to(dt))
+        return [y.detach().cpu().double().numpy()] + [t.grad.cpu().double().numpy() for t in ts]
+    ts = [torch.from_numpy(a).to(dt).requires_grad_() for a in arrays]
+    y = fn(lib, *ts)
+    y.backward(torch.from_numpy(gn).to(dt))
+    return [y.detach().double().numpy()] + [t.grad.double().numpy() for t in ts]
+
+
+def _check(name, fn, arrays, device, seed=0):
+    rng = np.random.default_rng(seed)
+    gn = rng.standard_normal(arrays[0].shape).astype(np.float32)     # every norm keeps its input's shape
+    ours = _run(cltorch, fn, arrays, gn, device, cltorch.float32)
+    t32 = _run(torch, fn, arrays, gn, None, torch.float32)
+    t64 = _run(torch, fn, arrays, gn, None, torch.float64)
+    what = ["output"] + [f"grad of input {i}" for i in range(len(arrays))]
+    for w, o, a, r in zip(what, ours, t32, t64):
+        d_ours, d_t32 = _dist(o, r), _dist(a, r)
+        assert d_ours <= 4 * d_t32 + 2e-7, f"{name} {w}: ours {d_ours:.3g} from float64, torch float32 {d_t32:.3g}"
+
+
+def _bn(lib, x, w, b):
+    return lib.nn.functional.batch_norm(x, None, None, w, b, training=True)
+
+
+def _affine(rng, c):
+    return rng.standard_normal(c).astype(np.float32), rng.standard_normal(c).astype(np.float32)
+
+
+# (name, x shape, input offset, function of (lib, x, w, b), weight/bias length)
+CASES = [
+    ("batch_norm 16x4x32x32", (16, 4, 32, 32), 3.0, _bn, 4),           # 16,384-term rows: 16 chunks
+    ("batch_norm few channels 8x2x64x64", (8, 2, 64, 64), 3.0, _bn, 2),
+    ("batch_norm many channels 16x336x4x4", (16, 336, 4, 4), 1.0, _bn, 336),   # one chunk per row
+    ("batch_norm 2-d 4100x8", (4100, 8), 2.0, _bn, 8),                   # Bn = 1, a shorter last chunk
+    ("layer_norm wide 3x20001", (3, 20001), 5.0, lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (20001,), w, b),
+     20001),
+    ("layer_norm many rows 4160x64", (4160, 64), 1.0,
+     lambda lib, x, w, b: lib.nn.functional.layer_norm(x, (64,), w, b), 64),
+    ("group_norm 2x8x48x48 (4 groups)", (2, 8, 48, 48), 2.0,
+     lambda lib, x, w, b: lib.nn.functional.group_norm(x, 4, w, b), 8),
+    ("instance_norm 2x3x64x64", (2, 3, 64, 64), 3.0,
+     lambda lib, x, w, b: lib.nn.functional.instance_norm(x, weight=w, bias=b), 3),
+]
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_batch_norm_train_long_rows(device):
-    rng = np.random.default_rng(0)
-    xn = (3.0 + 2.0 * rng.standard_normal((16, 4, 32, 32))).astype(np.float32)   # an offset mean, as after ReLU6
-    gn = rng.standard_normal(xn.shape).astype(np.float32)
-    w = rng.standard_normal(4).astype(np.float32)
-    b = rng.standard_normal(4).astype(np.float32)
-
-    def ours(x):
-        return F.batch_norm(x, None, None, cltorch.from_numpy(w).to(device), cltorch.from_numpy(b).to(device),
-                            training=True)
-
-    def theirs(x):
-        return torch.nn.functional.batch_norm(x, None, None, torch.from_numpy(w).to(x.dtype),
-                                              torch.from_numpy(b).to(x.dtype), training=True)
-    for what, (d_ours, d_t32) in zip(("output", "input gradient"), _against_torch(ours, theirs, xn, gn, device)):
-        assert d_ours <= 4 * d_t32 + 2e-7, f"batch_norm {what}: ours {d_ours:.3g} from float64, torch {d_t32:.3g}"
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_norm_close_to_float64(case, device):
+    name, shape, off, fn, c = case
+    rng = np.random.default_rng(len(name))
+    x = (off + 2.0 * rng.standard_normal(shape)).astype(np.float32)
+    w, b = _affine(rng, c)
+    _check(name, fn, [x, w, b], device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_layer_norm_wide_rows(device):
-    rng = np.random.default_rng(1)
-    xn = (5.0 + rng.standard_normal((3, 8192))).astype(np.float32)
-    gn = rng.standard_normal(xn.shape).astype(np.float32)
-    for what, (d_ours, d_t32) in zip(("output", "input gradient"), _against_torch(
-            lambda x: F.layer_norm(x, (8192,)), lambda x: torch.nn.functional.layer_norm(x, (8192,)), xn, gn,
-            device)):
-        assert d_ours <= 4 * d_t32 + 2e-7, f"layer_norm {what}: ours {d_ours:.3g} from float64, torch {d_t32:.3g}"
+def test_rms_norm_long_rows(device):
+    rng = np.random.default_rng(3)
+    x = (1.0 + rng.standard_normal((2, 9000))).astype(np.float32)
+    w = rng.standard_normal(9000).astype(np.float32)
+    _check("rms_norm 2x9000", lambda lib, x, w: lib.nn.functional.rms_norm(x, (9000,), w, 1e-6), [x, w], device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float64_matches_torch_float64(device):
+    rng = np.random.default_rng(4)
+    x = 3.0 + rng.standard_normal((4, 3, 40, 40))
+    w, b = rng.standard_normal(3), rng.standard_normal(3)
+    g = rng.standard_normal(x.shape)
+    got, ref = [], []
+    for lib, out in ((cltorch, got), (torch, ref)):
+        kw = {"device": device} if lib is cltorch else {}
+        ts = [lib.tensor(a, dtype=lib.float64, requires_grad=True, **kw) for a in (x, w, b)]
+        for y in (_bn(lib, *ts), lib.nn.functional.layer_norm(ts[0], (40,), None, None),
+                  lib.nn.functional.group_norm(ts[0], 3)):
+            for t in ts:
+                t.grad = None
+            y.backward(lib.tensor(g, dtype=lib.float64, **kw))
+            out.append([y.detach().cpu().numpy()] + [t.grad.cpu().numpy() if t.grad is not None else None
+                                                     for t in ts])
+    for i, (o, r) in enumerate(zip(got, ref)):
+        for a, e in zip(o, r):
+            if e is None:
+                continue
+            assert a.dtype == np.float64
+            np.testing.assert_allclose(a, e, rtol=1e-10, atol=1e-12 * np.abs(e).max(), err_msg=f"function {i}")
+
+
+def _platform_device(word):
+    for i in range(cltorch.cl.device_count()):
+        if word in getattr(cltorch.cl.get_device_properties(i), "platform", ""):
+            return f"cl:{i}"
+    return None
+
+
+def test_deterministic_bits_across_pocl_and_intel():
+    pocl, intel = _platform_device("Portable Computing Language"), _platform_device("Intel(R) OpenCL")
+    if pocl is None or intel is None:
+        pytest.skip("needs both PoCL and Intel's OpenCL CPU runtime")
+    rng = np.random.default_rng(5)
+    xs = [(3.0 + rng.standard_normal((8, 3, 40, 40))).astype(np.float32),        # 12,800-term rows: chunked
+          (1.0 + rng.standard_normal((6, 5000))).astype(np.float32)]
+    cltorch.use_deterministic_algorithms(True)
+    try:
+        res = {}
+        for dev in (pocl, intel):
+            out = []
+            for k, xn in enumerate(xs):
+                x = cltorch.from_numpy(xn).to(dev).requires_grad_()
+                w = cltorch.ones(xn.shape[1] if k == 0 else xn.shape[-1], device=dev).requires_grad_()
+                y = _bn(cltorch, x, w, None) if k == 0 else F.layer_norm(x, (xn.shape[-1],), w)
+                y.backward(cltorch.from_numpy(np.cos(xn)).to(dev))
+                out += [y.detach().cpu().numpy(), x.grad.cpu().numpy(), w.grad.cpu().numpy()]
+            res[dev] = out
+    finally:
+        cltorch.use_deterministic_algorithms(False)
+    for a, b in zip(res[pocl], res[intel]):
+        assert a.tobytes() == b.tobytes(), "deterministic mode: PoCL and Intel's runtime differ"
