@@ -354,7 +354,7 @@ def report(recs_a, recs_b, label_a, label_b, per_param=True, out=print):
 
 
 F64_AGREE = 1e-10          # float64 runs of the two sides: relative loss difference allowed at any step
-LOCAL_ULPS = 4             # step 1, before any max-pool/ReLU decision can flip: float32 loss within 4 ulps of float64
+LOCAL_ULPS = 4             # step 1 (before any max-pool/ReLU decision can flip): float32 loss within 4 ulps of f64
 
 
 def _rel(a, b):
@@ -367,14 +367,16 @@ def f64_reference(ra, rb, ra64, rb64, rt=None, rt64=None, labels=("A", "B"), out
     Prints one line per step and returns (ok, rows) with rows[i] = dict of the relative loss differences.
 
     Criterion (``ok``): (1) the two float64 runs (and PyTorch's, where given) agree to ``F64_AGREE`` relative at
-    every step: the devices compute the same float64 trajectory, so no kernel differs by more than rounding; (2) at step 1 each float32 loss is
-    within ``LOCAL_ULPS`` float32 ulps of its float64 loss (a local bound, before training can amplify anything).
+    every step: the devices compute the same float64 trajectory, so no kernel differs by more than rounding;
+    (2) at step 1 each float32 loss is within ``LOCAL_ULPS`` float32 ulps of its float64 loss (a local bound,
+    before training can amplify anything).
     Given (1), A-vs-B (float32) is at most A's plus B's float32-vs-float64 distance at every step (the triangle
     inequality through the common float64 run): the cross-device difference is as large as float32 rounding of
     each side makes it, no larger. The per-step ratio to either side alone is not a criterion: a single max-pool
     near-tie or ReLU decided by a last-bit difference sends a float32 run away from float64 at a step no rounding
-    analysis predicts (on the digits CNN with dropout at step 18 for both vendors; PyTorch's float32 happens to
-    keep float64's side of that tie), after which AdamW carries the difference on."""
+    analysis predicts, after which AdamW carries the difference on (digits CNN with dropout: a max-pool near-tie
+    at step 18, two values 3e-8 apart, flipped both vendors' float32 runs and not PyTorch's on one state of the
+    code; on the next only Intel's float32 run left float64, at step 19)."""
     la, lb = labels
     rows = []
     ok = True
