@@ -109,6 +109,13 @@ def reduction():
         if any(not lab.startswith("reduction") for lab in cf.graphs()[0].labels()):
             raise AssertionError(f"prologue dim {dim}: {cf.graphs()[0].labels()}")
         close(f"prologue a * b + 0.5 sum dim {dim}", got, (T(m) * T(m2) + 0.5).sum(dim), 1e-5, 1e-5)
+    cf = ct.compile(lambda a, b: ct.sqrt((a * b).sum().abs()))      # and the finish: sqrt(|sum|) in the reduction
+    with ct.no_grad():
+        for _ in range(3):
+            got = cf(C(m), C(m2))
+    if any(not lab.startswith("reduction") for lab in cf.graphs()[0].labels()):
+        raise AssertionError(f"finish: {cf.graphs()[0].labels()}")
+    close("finish sqrt(|sum|)", got, torch.sqrt((T(m) * T(m2)).sum().abs()), 1e-5, 1e-5)
 
 
 def gemm():

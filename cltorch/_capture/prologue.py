@@ -26,15 +26,15 @@ __all__ = ["fuse_reduction_prologues"]
 _ARITH = re.compile(r"^(?:\s|x\d+|\d+\.?\d*(?:[eE][-+]?\d+)?f?|\.\d+(?:[eE][-+]?\d+)?f?|[-+*/()])*$")
 
 
-def _red(e):
-    """(params, arguments) of a one-input reduction launch, or None."""
+def _red(e, with_pro=False):
+    """(params, arguments) of a one-input reduction launch (or one with a prologue, when ``with_pro``), or None."""
     if e[0] != "k":
         return None
     src = getattr(e[2], "_cltorch_src", None)
     if src is None or src[0] != "reduction.cl.mako" or src[1] != "red":
         return None
     p = src[2]
-    if p.get("pro") or p.get("arg_in"):
+    if (p.get("pro") and not with_pro) or p.get("arg_in"):
         return None
     return p, e[5]
 
@@ -83,8 +83,42 @@ def _match(entries, i, uses, live, _ew):
     return ("k", rt, k, gs, ls, tuple(args))
 
 
+def _match_finish(entries, i, uses, live, _ew):
+    """Reduction ``i`` and the elementwise launch ``i + 1`` that alone reads its result (e.g. the ``sqrt`` of a
+    sum of squares) as one reduction whose finish expression is the elementwise expression over the finished
+    value, cast as the reduction stored it; or None."""
+    red = _red(entries[i], with_pro=True)
+    info = _ew(entries[i + 1])
+    if red is None or info is None or entries[i][1] is not entries[i + 1][1]:
+        return None
+    rp, rargs = red
+    ep, ops, ob, oo, n, frame = info
+    if rp["arg"] or not rp["last"] or rp.get("vmode") == "outer" or frame is not None or ep.get("to_bool"):
+        return None
+    pos = 3 + sum(2 if kind == "t" else 1 for kind, _ in rp["pro"]) if rp["pro"] else 4
+    rob, roo, M = rargs[0], rargs[1], rargs[pos]
+    if n != M or id(rob) in live or uses.get(id(rob)) != [i, i + 1] or ob is rob:
+        return None
+    if any(o[0] != "t" or o[3] is not rob or o[4] != roo for o in ops):
+        return None
+    if ep.get("vw", 0) > 1 and n >= ep.get("epi", 1) and not _ARITH.match(ep["expr"]):
+        return None                       # some elements took the vector builtins: the scalar finish may differ
+    if ep["out_type"] not in ("float", "double") or rp["out_type"] not in ("float", "double"):
+        return None
+    fin = f"(({rp['out_type']})({rp['finish']}))"
+    expr = re.sub(r"\bx(\d+)\b", lambda m: f"(({ops[int(m.group(1))][2]}){fin})", ep["expr"])
+    params = dict(rp)
+    params["finish"], params["out_type"] = expr, ep["out_type"]
+    params["types"] = tuple(sorted(set(rp["types"]) | set(ep.get("types", ()))))
+    k = entries[i][1].kernel("reduction.cl.mako", "red", list(entries[i][2]._cltorch_src[3]), **params)
+    _, rt, _, gs, ls, _ = entries[i]
+    return ("k", rt, k, gs, ls, (ob, oo) + tuple(rargs[2:]))
+
+
 def fuse_reduction_prologues(trace, live):
     """A new Trace with each eligible elementwise + reduction pair fused (see the module docstring), and
     ``{old: new}`` entry indices. ``live``: ids of the buffers live Storage objects hold."""
     from .fusion import _ew
-    return fuse_pairs(trace, live, lambda entries, i, uses, live: _match(entries, i, uses, live, _ew))
+    trace, r1 = fuse_pairs(trace, live, lambda entries, i, uses, live: _match(entries, i, uses, live, _ew))
+    trace, r2 = fuse_pairs(trace, live, lambda entries, i, uses, live: _match_finish(entries, i, uses, live, _ew))
+    return trace, {a: r2[b] for a, b in r1.items()}
