@@ -112,8 +112,10 @@ __kernel void dw_fwd(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sd, I
 }
 
 // Adjoint in x: z [N, C, D, H, W] contiguous at z_off from u [N, C*M, OD, OH, OW] (read through its strides).
-// Range (Q = D*H*NWB rounded up, C, N): q = row*NWB + wb, row = d*H + h, outputs w = wb*${R} + r.
-// b (has_bias): one value per channel c.
+// Positions are split by phase (w + pw) mod sw: the work-item's ${R} outputs are w = f + sw*(wb*${R} + r) of one
+// row and one phase f, so a tap j either reaches none of them or reads ${R} consecutive u elements
+// ow = (f + pw - j*dw)/sw + wb*${R} + r. Range (Q = D*H*sw*NWB rounded up, C, N): q = (row*sw + f)*NWB + wb,
+// row = d*H + h. b (has_bias): one value per channel c.
 __kernel void dw_bwd_input(__global const ${dt}* U, I u_off, I u_sn, I u_sc, I u_sd, I u_sh, I u_sw,
                            __global const ${dt}* Wt, I w_off, I w_so, I w_sd, I w_sh, I w_sw,
                            __global const ${dt}* B, I b_off, I b_st, int has_bias,
@@ -123,9 +125,11 @@ __kernel void dw_bwd_input(__global const ${dt}* U, I u_off, I u_sn, I u_sc, I u
 {
     int q = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
     if (q >= Q) return;
-    int row = q / NWB, wb = q - row * NWB;
+    int rf = q / NWB, wb = q - rf * NWB;
+    int row = rf / sw, f = rf - row * sw;
     int d = row / H, h = row - d * H;
-    int wz0 = wb * ${R};
+    int w0 = f + sw * wb * ${R};
+    if (w0 >= W) return;
     ${VOL}${VT} acc = (${VT})(has_bias ? B[b_off + (I)c * b_st] : (${dt})0);
     int unit = u_sw == 1;
     for (int m = 0; m < M; m++) {
@@ -143,24 +147,19 @@ __kernel void dw_bwd_input(__global const ${dt}* U, I u_off, I u_sn, I u_sc, I u
                 __global const ${dt}* ur = ub + (I)od * u_sd + (I)oh * u_sh;
                 __global const ${dt}* wr = wb_ + (I)e * w_sd + (I)i * w_sh;
                 for (int j = 0; j < KW; j++) {
+                    int tb = f + pw - j * dw;
+                    int qo = floordiv_i(tb, sw);
+                    if (qo * sw != tb) continue;            // this tap reaches no output of phase f
                     ${dt} wv = wr[(I)j * w_sw];
-                    int tb = wz0 + pw - j * dw;
+                    int o0 = qo + wb * ${R};
                     ${VT} uv;
-                    if (sw == 1 && tb >= 0 && tb + ${R - 1} < OW) {
-                        if (unit) uv = ${vload(R, "ur + tb")};
-                        else uv = ${vec(["ur[(I)(tb + %d) * u_sw]" % r for r in range(R)], R, VT)};
-                    } else if (sw == 1) {
-% for r in range(R):
-                        int ow${r} = tb + ${r};
-                        ${dt} l${r} = ur[(I)clamp(ow${r}, 0, OW - 1) * u_sw];
-                        l${r} = (ow${r} >= 0 && ow${r} < OW) ? l${r} : (${dt})0;
-% endfor
-                        uv = ${vec(["l%d" % r for r in range(R)], R, VT)};
+                    if (o0 >= 0 && o0 + ${R - 1} < OW) {
+                        if (unit) uv = ${vload(R, "ur + o0")};
+                        else uv = ${vec(["ur[(I)(o0 + %d) * u_sw]" % r for r in range(R)], R, VT)};
                     } else {
 % for r in range(R):
-                        int tw${r} = tb + ${r}, ow${r} = tw${r} / sw;
-                        ${dt} l${r} = ur[(I)clamp(ow${r}, 0, OW - 1) * u_sw];
-                        l${r} = (tw${r} >= 0 && ow${r} * sw == tw${r} && ow${r} < OW) ? l${r} : (${dt})0;
+                        ${dt} l${r} = ur[(I)clamp(o0 + ${r}, 0, OW - 1) * u_sw];
+                        l${r} = (o0 + ${r} >= 0 && o0 + ${r} < OW) ? l${r} : (${dt})0;
 % endfor
                         uv = ${vec(["l%d" % r for r in range(R)], R, VT)};
                     }
@@ -169,14 +168,14 @@ __kernel void dw_bwd_input(__global const ${dt}* U, I u_off, I u_sn, I u_sc, I u
             }
         }
     }
-    __global ${dt}* zr = Z + z_off + ((I)n * C + c) * (D * H * W) + (I)row * W + wz0;
+    __global ${dt}* zr = Z + z_off + ((I)n * C + c) * (D * H * W) + (I)row * W + w0;
 % if R == 1:
     zr[0] = acc;
 % else:
-    if (wz0 + ${R} <= W) vstore${R}(acc, 0, zr);
+    if (sw == 1 && w0 + ${R} <= W) vstore${R}(acc, 0, zr);
     else {
 % for r in range(R):
-        if (wz0 + ${r} < W) zr[${r}] = ${lane("acc", r, R)};
+        if (w0 + ${r} * sw < W) zr[(I)${r} * sw] = ${lane("acc", r, R)};
 % endfor
     }
 % endif
@@ -206,9 +205,11 @@ __kernel void dw_wgrad_part(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I 
     int OHD = OD * OH;
     int uunit = u_sw == 1, xunit = x_sw == 1 && sw == 1;
     ${VOL}${V8} acc = (${V8})0;
+    int n = r0 / OHD, q0 = r0 - n * OHD;
+    int od = q0 / OH, oh = q0 - od * OH - 1;
     for (int row = r0; row < r1; row++) {
-        int n = row / OHD, q = row - n * OHD;
-        int od = q / OH, oh = q - od * OH;
+        oh++;                                   // (n, od, oh) of this row, stepped instead of divided
+        if (oh == OH) { oh = 0; od++; if (od == OD) { od = 0; n++; } }
         int id = od * sd - pd + e * dd, ih = oh * sh - ph + i * dh;
         if (!bias && (id < 0 || id >= D || ih < 0 || ih >= H)) continue;
         __global const ${dt}* xr = X + x_off + (I)n * x_sn + (I)c * x_sc + (I)clamp(id, 0, D - 1) * x_sd

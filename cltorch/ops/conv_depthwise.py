@@ -105,8 +105,9 @@ def transposed(u, w, b, geom):
     idx = _idx_type(_span(u), _span(w), z.numel() + 1)
     mr = _mr(rt)
     k = _kernel(rt, dt, idx, "dw_bwd_input", mr)
-    nwb = -(-geom.W // mr)
-    Q = geom.D * geom.H * nwb
+    sw = geom[3]
+    nwb = -(-(-(-geom.W // sw)) // mr)          # work-items per phase of a row (positions split by w mod sw)
+    Q = geom.D * geom.H * sw * nwb
     lx = _local(rt, "dw_local", 64, Q)
     rt.launch(k, (_round_up(Q, lx), C, N), (lx, 1, 1), u._storage.cl_buffer(), u._offset, *u._stride,
               w._storage.cl_buffer(), *_wstrides(w), *_bias_args(b, w), z._storage.cl_buffer(), z._offset,
