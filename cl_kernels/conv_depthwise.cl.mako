@@ -16,8 +16,10 @@
 ## conv.cl.mako would pad their K = taps x 1 and their output-channel vectors). The forward and input-gradient
 ## kernels block over positions instead: each work-item computes mr consecutive outputs of one row (a vector of
 ## mr lanes; mr = 8 on CPU devices, 1 on GPUs, where consecutive work-items then read consecutive elements). A
-## tap whose mr inputs all lie inside the row is one vector load when the row is contiguous and the stride 1, mr
-## scalar loads otherwise; at the image's edges loads are made at clamped indices and padding enters as a select.
+## tap whose mr inputs all lie inside the row is one vector load when the row is contiguous (and, forward, the
+## stride 1), mr scalar loads otherwise; at the image's edges loads are made at clamped indices and padding enters
+## as a select. The input gradient splits each row by stride phase (below), so its taps read consecutive elements
+## of u at every stride.
 ## Every lane adds its taps in the same order whatever mr is, so mr never changes a result. x, w and u are read
 ## through their strides (any layout, channels_last included); outputs are written contiguous.
 ##

@@ -26,6 +26,8 @@ Two kernels compute each direction (``cl_kernels/conv.cl.mako``):
 
 The choice is made per call by :func:`_algo` (profile keys ``[conv] direct_max_k`` and
 ``direct_max_co``); ``set_algorithm("direct" | "gemm" | None)`` forces one (tests use it to check both).
+Depthwise geometries (groups == in_channels, a small channel multiplier) run their own kernels
+(``ops/conv_depthwise.py``) unless an algorithm is forced.
 Only float32 and float64 are computed (float16 inputs are computed in float32 and cast back); integer
 inputs raise RuntimeError as in PyTorch.
 """
