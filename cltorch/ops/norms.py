@@ -2,14 +2,19 @@
 
 Every one is "statistics over a row, then a pointwise transform", so one template serves all four: a row
 is the normalized dims (layer/rms norm), one group of one sample (group norm) or one channel over the batch
-and spatial dims (batch norm). The forward writes the output and saves the row's mean and ``rstd =
-1 / sqrt(var + eps)`` (biased variance, eps inside the square root, as PyTorch). The backward is one kernel
-per row with the standard formulas (Ioffe & Szegedy 2015 for batch norm; Ba, Kiros & Hinton 2016 for layer
-norm; Zhang & Sennrich 2019 for RMSNorm; Wu & He 2018 for group norm); with ``xh = (x - mean) * rstd`` and
-``gh = g * weight``::
+and spatial dims (batch norm). The forward writes the output and saves the row's mean (as a hi + lo pair, the
+corrected two-pass mean of Chan, Golub & LeVeque 1983) and ``rstd = 1 / sqrt(var + eps)`` (biased variance, eps
+inside the square root, as PyTorch). The backward uses the standard formulas (Ioffe & Szegedy 2015 for batch
+norm; Ba, Kiros & Hinton 2016 for layer norm; Zhang & Sennrich 2019 for RMSNorm; Wu & He 2018 for group norm);
+with ``xh = (x - mean) * rstd`` and ``gh = g * weight``::
 
     grad_x = rstd * (gh - mean(gh) - xh * mean(gh * xh))          (rms_norm: no ``mean(gh)`` term)
     grad_weight = sum(g * xh),  grad_bias = sum(g)                  (over everything but the weight's dims)
+
+A row longer than the profile's ``[norm] chunk`` is cut into chunks (at most ``max_chunks``), one work-item each:
+a first kernel writes each chunk's sums, a second adds a row's chunk sums in chunk order and writes its chunk
+(one kernel when a row is one chunk), so 48 BatchNorm channels of 16 x 32 x 32 run on 768 work-items, not 48, and
+every sum's order depends on the row length and the profile only (see :func:`_chunks`).
 
 When the backward runs with grad mode on (``create_graph=True``) it is composed from differentiable ops,
 so double backward works.
