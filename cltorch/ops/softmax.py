@@ -1,8 +1,12 @@
 """Fused softmax and log_softmax over any dim (``cl_kernels/softmax.cl.mako``).
 
-Forward: one kernel; each work-item owns one row along ``dim`` and makes three passes over it: the row
-max, the sum of ``exp(x - max)``, and the write (the standard max-subtraction, so logits of any size are
-stable). Backward: one kernel with the explicit formulas
+Forward: one kernel that makes three passes over each row along ``dim``: the row max, the sum of
+``exp(x - max)``, and the write (the standard max-subtraction, so logits of any size are stable). A row is
+read by 1 to 32 work-items ("lanes", the ``[softmax]`` profile table's ``lanes`` rows by row length: one lane
+with float8 loads on CPUs, several rows per work-group for short rows on GPUs, 32 lanes for long ones); the
+sums add in one fixed order (32 stripes, then a balanced tree; see the template) whatever the lanes,
+work-group size or vector width, so every configuration gives the same bits. Backward: one kernel with the
+explicit formulas
 
 * softmax:     ``grad_in = y * (g - sum(g * y, dim))``
 * log_softmax: ``grad_in = g - exp(y) * sum(g, dim)``
@@ -107,6 +111,26 @@ def wrap_dim(dim, ndim):
 _L = np.int64
 
 
+def _shape(rt, R, inner, nrows):
+    """(lanes per row, work-group size, work-items) for ``nrows`` rows of length ``R``: the ``[softmax]``
+    profile table's ``local_size``, and its ``lanes`` rows (the first whose ``upto`` >= R gives the lanes
+    per row; none, or ``inner`` > 1, where neighbouring work-items read neighbouring rows: one lane)."""
+    ls = local_size(rt, "softmax")
+    tpr = 1
+    if inner == 1:
+        for row in rt.profile.get_value("softmax", "lanes", None) or ():
+            if row.get("upto", math.inf) >= R:
+                tpr = int(row["lanes"])
+                break
+    if tpr not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"[softmax] lanes must be a power of two <= 32, got {tpr} (profile {rt.profile.name})")
+    if tpr == 1:
+        return 1, ls, nrows
+    ls = max(ls, tpr) // tpr * tpr
+    rpg = ls // tpr
+    return tpr, ls, (nrows + rpg - 1) // rpg * ls
+
+
 def _softmax_raw(x, dim, log, safe=False):
     """Kernel launch: softmax/log_softmax of floating ``x`` along ``dim`` (already wrapped); new tensor."""
     if x.dim() == 0:
@@ -118,10 +142,13 @@ def _softmax_raw(x, dim, log, safe=False):
     x, outer, R, inner, so, sr, si = rows3(x, dim)
     rt = out._runtime()
     ct = compute_dtype(x.dtype)
+    nrows = outer * inner
+    tpr, ls, n = _shape(rt, R, inner, nrows)
+    contig = inner == 1 and sr == 1 and ct is x.dtype
     k = kernel(rt, "softmax.cl.mako", "softmax_fwd", [None, _L, None, _L] + [_L] * 6, T=x.dtype.cl, CT=ct.cl,
-               log=bool(log), safe=bool(safe), types=types_of(x.dtype, ct))
-    launch(rt, k, outer * inner, local_size(rt, "softmax"), out._storage.cl_buffer(), out._offset,
-           x._storage.cl_buffer(), x._offset, outer * inner, R, inner, so, sr, si, host=is_host(out, x))
+               log=bool(log), safe=bool(safe), TPR=tpr, LS=ls if tpr > 1 else 0, contig=contig, types=types_of(x.dtype, ct))
+    launch(rt, k, n, ls, out._storage.cl_buffer(), out._offset,
+           x._storage.cl_buffer(), x._offset, nrows, R, inner, so, sr, si, host=is_host(out, x))
     return out
 
 
@@ -141,11 +168,15 @@ def _softmax_bwd_raw(g, y, dim, log, safe=False):
     y, _, _, _, yso, ysr, ysi = rows3(y, dim)
     rt = gi._runtime()
     ct = compute_dtype(y.dtype)
+    nrows = outer * inner
+    tpr, ls, n = _shape(rt, R, inner, nrows)
+    contig = inner == 1 and gsr == 1 and ysr == 1 and ct is y.dtype
     k = kernel(rt, "softmax.cl.mako", "softmax_bwd", [None, _L, None] + [_L] * 4 + [None] + [_L] * 4 + [_L] * 3,
-               T=y.dtype.cl, CT=ct.cl, log=bool(log), safe=bool(safe), types=types_of(y.dtype, ct))
-    launch(rt, k, outer * inner, local_size(rt, "softmax"), gi._storage.cl_buffer(), gi._offset,
+               T=y.dtype.cl, CT=ct.cl, log=bool(log), safe=bool(safe), TPR=tpr, LS=ls if tpr > 1 else 0, contig=contig,
+               types=types_of(y.dtype, ct))
+    launch(rt, k, n, ls, gi._storage.cl_buffer(), gi._offset,
            g._storage.cl_buffer(), g._offset, gso, gsr, gsi, y._storage.cl_buffer(), y._offset, yso, ysr, ysi,
-           outer * inner, R, inner, host=is_host(gi, g, y))
+           nrows, R, inner, host=is_host(gi, g, y))
     return gi
 
 
