@@ -52,13 +52,14 @@ class Ctx:
     Other values are kept as plain attributes.
     """
 
-    __slots__ = ("_saved", "_versions", "op_name", "needs_input_grad", "__dict__")
+    __slots__ = ("_saved", "_versions", "op_name", "needs_input_grad", "saved_outputs", "__dict__")
 
     def __init__(self, op_name=""):
         self._saved = ()
         self._versions = ()
         self.op_name = op_name
         self.needs_input_grad = ()
+        self.saved_outputs = None     # ((index in _saved, output_nr), ...): outputs kept without their node (autograd)
 
     def save_for_backward(self, *tensors):
         self._saved = tensors

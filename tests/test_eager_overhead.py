@@ -292,3 +292,34 @@ def test_leaf_sharing_add_gradient_takes_it_after_the_other_consumer(device, mon
     assert b2.grad._storage is not g._storage
     g.mul_(0)
     assert_close(to_np(b2.grad), ga)
+
+
+def test_graph_dropped_without_backward_is_freed_without_the_cycle_collector():
+    """Ops that save their own output (tanh, exp, softmax) keep it without its node: no reference cycle, so a forward
+    under grad mode whose result is dropped frees its buffers at once (PyTorch's SavedVariable does the same)."""
+    import gc
+    import weakref
+    x = cltorch.tensor(_pair(18), device="cl:0", requires_grad=True)
+    gc.collect()
+    gc.disable()
+    try:
+        y = x.tanh().exp().softmax(0)
+        refs = [weakref.ref(y._storage), weakref.ref(y.grad_fn)]
+        del y
+        assert all(r() is None for r in refs), "the dropped graph is held by a reference cycle"
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_saved_outputs_carry_double_backward_like_torch(device):
+    xa = _pair(19, scale=0.5)
+    x = cltorch.tensor(xa, device=device, requires_grad=True)
+    xt = torch.tensor(xa, requires_grad=True)
+    outs = []
+    for lib, p in ((cltorch, x), (torch, xt)):
+        y = (p.exp() * p.tanh()).softmax(0)
+        (g,) = lib.autograd.grad((y * y).sum(), p, create_graph=True)
+        (g * g).sum().backward()
+        outs.append(p.grad)
+    assert_close(to_np(outs[0]), outs[1].numpy(), rtol=1e-4, atol=1e-6)

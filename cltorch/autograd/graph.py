@@ -9,7 +9,7 @@ import sys
 import threading
 
 from .. import _dtype as D
-from .._dispatch import Ctx, set_grad_enabled_raw, set_recorder
+from .._dispatch import Ctx, is_grad_enabled, set_grad_enabled_raw, set_recorder
 from .._tensor import Tensor
 from ..ops.elementwise import pointwise
 
@@ -111,7 +111,10 @@ class Node:
                                "freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you "
                                "need to backward through the graph a second time or if you need to access saved "
                                "tensors after calling backward.")
-        res = self.op.backward(ctx, *grads)
+        if ctx.saved_outputs is not None and is_grad_enabled():
+            res = self._backward_recording(ctx, grads)
+        else:
+            res = self.op.backward(ctx, *grads)
         if not isinstance(res, tuple):
             res = (res,)
         if self.structure is None:      # one gradient per positional arg, each a tensor's
@@ -130,6 +133,23 @@ class Node:
         n = sum(1 if s == -1 else s for s in self.structure if s is not None)
         flat += [None] * (n - len(flat))
         return flat
+
+    def _backward_recording(self, ctx, grads):
+        """The op's backward under create_graph: the outputs it saved (kept without this node, see ``record``) are
+        handed to it as this node's outputs again, so the gradient it records leads back through this node."""
+        plain = ctx._saved
+        full = list(plain)
+        for j, nr in ctx.saved_outputs:
+            t = _alias(plain[j])
+            t._requires_grad = True
+            t.grad_fn = self
+            t._output_nr = nr
+            full[j] = t
+        ctx._saved = tuple(full)
+        try:
+            return self.op.backward(ctx, *grads)
+        finally:
+            ctx._saved = plain
 
     def __repr__(self):
         return f"<{self.name()} object>"
@@ -228,6 +248,9 @@ def record(op, ctx, args, out):
                 o._output_nr = i
             else:
                 meta.append(None)
+    saved = ctx._saved
+    if saved:
+        _unlink_saved_outputs(ctx, saved, node)
     if _anomaly.on:
         import traceback
         node.metadata["traceback_"] = "".join(traceback.format_stack()[:-3])
@@ -235,6 +258,31 @@ def record(op, ctx, args, out):
 
 
 set_recorder(record)
+
+
+def _alias(t):
+    """A tensor over t's memory, shape, strides and offset, with none of its autograd state."""
+    a = Tensor._make(t._storage, t._shape, t._stride, t._offset)
+    a.dtype, a.device, a._base = t.dtype, t.device, t._base
+    return a
+
+
+def _unlink_saved_outputs(ctx, saved, node):
+    """An op that saved its own output (tanh, sigmoid, exp, softmax...) would make a reference cycle: output ->
+    node -> ctx -> output, so a graph dropped without a backward (a forward under grad mode whose loss is never
+    used) would wait for Python's cycle collector to free its buffers. The ctx keeps such an output as a plain alias
+    of its memory (the storage, so its version counter, is the same) and ``Node.apply`` re-attaches the node when a
+    backward records (create_graph), as PyTorch's SavedVariable does."""
+    outs = None
+    for j, t in enumerate(saved):
+        if t is not None and t.grad_fn is node and not t.__dict__:
+            if outs is None:
+                outs, full = [], list(saved)
+            full[j] = _alias(t)
+            outs.append((j, t._output_nr))
+    if outs is not None:
+        ctx._saved = tuple(full)
+        ctx.saved_outputs = tuple(outs)
 
 
 # ---------------------------------------------------------------------------------------------------- engine
