@@ -158,6 +158,10 @@ def tinygrad():
     if "tinygrad" in _cache:
         return _cache["tinygrad"]
     _cache["tinygrad"] = None
+    import importlib.util
+    if importlib.util.find_spec("tinygrad") is None:      # before touching OCL_ICD_VENDORS, which hides our drivers
+        why_missing["tinygrad"] = "not installed (pip install tinygrad)"
+        return None
     if setup_tinygrad_opencl() is None:
         return None
     try:
