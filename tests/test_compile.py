@@ -475,7 +475,8 @@ def test_gemm_epilogue_operand_directly():
     def desc(t, rs, cs, bs):
         return (t._storage.cl_buffer(), t._offset, rs, cs, bs)
     for M, N, K, batch in ((128, 256, 78, 1), (3, 17, 5, 2), (1, 64, 9, 1), (37, 40, 0, 1)):
-        a, bt = rng.standard_normal((batch, M, K)).astype(np.float32), rng.standard_normal((batch, N, K)).astype(np.float32)
+        a = rng.standard_normal((batch, M, K)).astype(np.float32)
+        bt = rng.standard_normal((batch, N, K)).astype(np.float32)
         A, B = torch.from_numpy(a).to(DEV), torch.from_numpy(bt).to(DEV)
         rt = A._runtime()
         row, col = rng.standard_normal(N).astype(np.float32), rng.standard_normal(M).astype(np.float32)

@@ -7,13 +7,19 @@ the operands at ``p`` (the template's ``pro``/``pro_expr``), when
 * the elementwise output is an intermediate: used by no other entry of the trace, held by no live Storage;
 * the expression is plain arithmetic (``x<i>``, numeric literals, ``+ - * /``, parentheses, and on the
   reduction's scalar path casts to the one type all share: the same IEEE operations on scalars and on vectors
-  of any width, and ``FP_CONTRACT`` is off in both templates), and every type involved (tensor and scalar operands, output, the reduction's input and map types) is the same float32
-  or float64;
+  of any width, and ``FP_CONTRACT`` is off in both templates), and every type involved (tensor and scalar
+  operands, output, the reduction's input and map types) is the same float32 or float64;
 * on the reduction's vector paths, every operand's offset is a multiple of its vector width (the loads stay
   aligned as the single input's were).
 
 The reduction then reads each element exactly as the elementwise kernel computed and stored it, in the same
-order, so its result is bit-identical. Launches inside an optimizer step's region are left alone.
+order, so its result is bit-identical.
+
+The other way round, an elementwise launch (tensor operands only) that alone reads a reduction's finished
+output becomes the reduction's finish expression (``_match_finish``: e.g. the ``sqrt`` of each parameter's sum
+of squares in ``clip_grad_norm_``), the finished value cast as the reduction stored it; skipped where the
+elementwise kernel ran those elements on vector builtins (the finish is scalar) or the reduction stores vectors.
+Launches inside an optimizer step's region are left alone.
 """
 import re
 
