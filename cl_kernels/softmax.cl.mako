@@ -6,6 +6,8 @@
 ##   TPR: work-items ("lanes") per row, a power of two <= 32; LS: work-group size when TPR > 1 (LS / TPR rows
 ##        per work-group; TPR = 1 runs one row per work-item with any work-group size)
 ##   contig: the rows are contiguous (element stride 1, output likewise) and T == CT: lanes read vectors
+##   rowvec: 0, or (TPR = 1, rows along a non-last dim, inner % rowvec == 0, inner stride 1, T == CT) each
+##           work-item owns rowvec neighbouring rows as the lanes of vectors (every row's operations unchanged)
 ## Layout: the input is seen as (outer, R, inner) with element strides (so, sr, si); the output is contiguous
 ## in that shape. Three passes over each row: the max, the sum of exp(x - max), the write (the standard
 ## max-subtraction, so logits of any size are stable).
@@ -22,22 +24,28 @@
     class Geom:
         """Per-lane geometry and code snippets: S stripes per lane, VW vector width, NV accumulators per lane
         (type VT, comparison type IT), RPG rows per work-group, store_e: pass 2 stores exp for pass 3."""
-        def __init__(self, TPR, contig, CT, T, log, LS):
-            self.CT, self.T = CT, T
+        def __init__(self, TPR, contig, CT, T, log, LS, rowvec):
+            self.CT, self.T, self.rowvec = CT, T, rowvec
             self.S = 32 // TPR
-            self.VW = min(self.S, 8) if contig else 1
-            self.NV = self.S // self.VW
+            # rowvec: a work-item owns rowvec neighbouring rows (along inner), lane q of each vector is row q
+            self.VW = rowvec if rowvec else (min(self.S, 8) if contig else 1)
+            self.NV = self.S if rowvec else self.S // self.VW
+            self.span = 1 if rowvec else self.VW        # elements of one row per accumulator
             self.VT = CT if self.VW == 1 else "%s%d" % (CT, self.VW)
             base = "int" if CT == "float" else "long"
             self.IT = base if self.VW == 1 else "%s%d" % (base, self.VW)
             self.RPG = LS // TPR if TPR > 1 else 1
-            self.store_e = (not log) and T == CT
+            self.store_e = (not log) and T == CT and (contig or bool(rowvec))
             self.FX = "fexpv" if self.VW > 1 else "fexp"
+            self.RT = self.VT if rowvec else CT          # the type of a row's max and sum
+            self.RIT = self.IT if rowvec else base       # and its comparison type
 
         def ld(self, p, st, j, full, pad):
             """Accumulator j's elements of the current chunk (k0 = chunk start + lane*S) as VT; outside a full
             chunk, elements at r >= R read as ``pad``."""
             VW, CT = self.VW, self.CT
+            if self.rowvec:
+                return "vload%d(0, %s + (k0 + %d) * %s)" % (VW, p, j, st)
             if VW > 1 and full:
                 return "vload%d(0, %s + k0 + %d)" % (VW, p, j * VW)
             if VW > 1:
@@ -50,6 +58,8 @@
         def st(self, p, stride, j, full, val):
             """Store accumulator j's elements of the current chunk."""
             VW = self.VW
+            if self.rowvec:
+                return "vstore%d(%s, 0, %s + (k0 + %d) * %s);" % (VW, val, p, j, stride)
             if VW > 1 and full:
                 return "vstore%d(%s, 0, %s + k0 + %d);" % (VW, val, p, j * VW)
             if VW > 1:
@@ -73,7 +83,7 @@
         return vtree("((%s).even + (%s).odd)" % (v, v), w // 2)
 %>
 <%
-    g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX
+    g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX
     NEG_INF = "(-INFINITY)"
 %><%namespace name="c" file="common.cl.mako"/>
 ${c.preamble(types)}
@@ -122,11 +132,11 @@ inline ${VT} fexpv(${VT} x) { return (${VT})(${", ".join("exp(x.s%x)" % q for q 
 inline ${VT} vmax_nan(${VT} m, ${VT} v) { return select(m, v, (${IT})((v > m) | isnan(v))); }
 inline ${CT} smax_nan(${CT} m, ${CT} v) { return (v > m || v != v) ? v : m; }
 <%def name="row_setup()">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
     const int lane = ${"0" if TPR == 1 else "(int)(get_local_id(0) %% %d)" % TPR};
 % if TPR == 1:
-    long row = get_global_id(0);
+    long row = get_global_id(0)${" * %d" % rowvec if rowvec else ""};
     if (row >= nrows) return;
     const bool live = true;
 % else:
@@ -139,7 +149,7 @@ inline ${CT} smax_nan(${CT} m, ${CT} v) { return (v > m || v != v) ? v : m; }
     long o = row / inner, i = row - o * inner;
 </%def>
 <%def name="lane_reduce(var, op)">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
 ## combine the lanes' partial ``var`` (op: "max" or "sum") in local memory; every lane gets the row's value
 % if TPR > 1:
@@ -161,7 +171,7 @@ inline ${CT} smax_nan(${CT} m, ${CT} v) { return (v > m || v != v) ? v : m; }
 ## chunks(body): body(full, j) for each accumulator j of each of the row's chunks (full: all its elements lie
 ## inside the row)
 <%def name="chunks(body)">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
     {
         long c = 0;
@@ -177,10 +187,10 @@ ${body(True, j)}
             // ones past it are skipped
             const long k0 = c + lane * ${S};
 % for j in range(NV):
-            if (k0 + ${(j + 1) * VW} <= R) {
+            if (k0 + ${(j + 1) * g.span} <= R) {
 ${body(True, j)}
             }
-% if VW > 1:
+% if g.span > 1:
             else if (k0 + ${j * VW} < R) {
 ${body(False, j)}
             }
@@ -190,12 +200,12 @@ ${body(False, j)}
     }
 </%def>
 <%def name="acc_sum(var)">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
-    ${CT} ${var};
+    ${g.RT} ${var};
     {
 <% names = ["a%d" % j for j in range(NV)] %>\
-% if VW > 1:
+% if VW > 1 and not rowvec:
         ${CT} ${", ".join("%s_s" % n for n in names)};
 % for n in names:
         ${n}_s = ${vtree(n, VW)};
@@ -217,14 +227,16 @@ ${row_setup()}
     // pass 1: the row max
     ${VT} mv = (${VT})${NEG_INF};
 <%def name="max_body(full, j)">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
             mv = vmax_nan(mv, ${g.ld("x", "sr", j, full, "(-INFINITY)")});
 </%def>
     if (live) {
 ${chunks(max_body)}
     }
-% if VW > 1:
+% if rowvec:
+    ${VT} m = mv;
+% elif VW > 1:
     ${CT} m = mv.s0;
 % for q in range(1, VW):
     m = smax_nan(m, mv.s${"%x" % q});
@@ -233,13 +245,17 @@ ${chunks(max_body)}
     ${CT} m = mv;
 % endif
 ${lane_reduce("m", "max")}
+% if rowvec:
+    const ${VT} ms = select(m, (${VT})0, (${IT})(m == (${VT})(-INFINITY)));
+% else:
     const ${CT} ms = m == -INFINITY ? (${CT})0 : m;
+% endif
     // pass 2: the sum of exp(x - ms) (stored into y when the write pass can reuse it)
 % for j in range(NV):
     ${VT} a${j} = (${VT})0;
 % endfor
 <%def name="sum_body(full, j)">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
             {
                 ${VT} e = ${FX}(${g.ld("x", "sr", j, full, "(-INFINITY)")} - ms);
@@ -256,17 +272,21 @@ ${acc_sum("s")}
 ${lane_reduce("s", "sum")}
     if (!live) return;
 % if log:
+% if rowvec:
+    const ${VT} ls = (${VT})(${", ".join("log(s.s%x)" % q for q in range(VW))});
+% else:
     const ${CT} ls = log(s);
+% endif
 % else:
 % if safe:
-    const ${CT} inv = (s > 0) ? (${CT})1 / s : (${CT})0;
+    const ${g.RT} inv = select((${g.RT})0, (${g.RT})1 / s, (${g.RIT})(s > 0));
 % else:
-    const ${CT} inv = (${CT})1 / s;
+    const ${g.RT} inv = (${g.RT})1 / s;
 % endif
 % endif
     // pass 3: the write
 <%def name="write_body(full, j)">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
 % if log:
             ${g.st("y", "inner", j, full, "(%s - ms) - ls" % g.ld("x", "sr", j, full, "0"))}
@@ -296,7 +316,7 @@ ${row_setup()}
     ${VT} a${j} = (${VT})0;
 % endfor
 <%def name="bsum_body(full, j)">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
 % if log:
             a${j} += ${g.ld("gp", "gsr", j, full, "0")};
@@ -311,7 +331,7 @@ ${acc_sum("s")}
 ${lane_reduce("s", "sum")}
     if (!live) return;
 <%def name="bwrite_body(full, j)">
-<% g = Geom(TPR, contig, CT, T, log, LS); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
+<% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
 % if log:
             ${g.st("op", "inner", j, full, ("%s - " + FX + "(%s) * s") % (g.ld("gp", "gsr", j, full, "0"), g.ld("yp", "ysr", j, full, "0")))}

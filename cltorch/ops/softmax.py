@@ -111,6 +111,16 @@ def wrap_dim(dim, ndim):
 _L = np.int64
 
 
+def _row_vector(rt, inner, inner_strides, dtype, ct):
+    """Rows per work-item as vector lanes for rows along a non-last dim (the ``[softmax]`` table's
+    ``row_vector``; 0: one row per work-item): they must split ``inner`` evenly and be adjacent in memory."""
+    rv = int(rt.profile.get_value("softmax", "row_vector", 0) or 0)
+    if rv in (2, 4, 8, 16) and inner > 1 and inner % rv == 0 and all(s == 1 for s in inner_strides) \
+            and ct is dtype:
+        return rv
+    return 0
+
+
 def _shape(rt, R, inner, nrows):
     """(lanes per row, work-group size, work-items) for ``nrows`` rows of length ``R``: the ``[softmax]``
     profile table's ``local_size``, and its ``lanes`` rows (the first whose ``upto`` >= R gives the lanes
@@ -145,8 +155,11 @@ def _softmax_raw(x, dim, log, safe=False):
     nrows = outer * inner
     tpr, ls, n = _shape(rt, R, inner, nrows)
     contig = inner == 1 and sr == 1 and ct is x.dtype
+    rv = _row_vector(rt, inner, (si,), x.dtype, ct) if tpr == 1 else 0
+    n = n // rv if rv else n
     k = kernel(rt, "softmax.cl.mako", "softmax_fwd", [None, _L, None, _L] + [_L] * 6, T=x.dtype.cl, CT=ct.cl,
-               log=bool(log), safe=bool(safe), TPR=tpr, LS=ls if tpr > 1 else 0, contig=contig, types=types_of(x.dtype, ct))
+               log=bool(log), safe=bool(safe), TPR=tpr, LS=ls if tpr > 1 else 0, contig=contig, rowvec=rv,
+               types=types_of(x.dtype, ct))
     launch(rt, k, n, ls, out._storage.cl_buffer(), out._offset,
            x._storage.cl_buffer(), x._offset, nrows, R, inner, so, sr, si, host=is_host(out, x))
     return out
@@ -171,9 +184,11 @@ def _softmax_bwd_raw(g, y, dim, log, safe=False):
     nrows = outer * inner
     tpr, ls, n = _shape(rt, R, inner, nrows)
     contig = inner == 1 and gsr == 1 and ysr == 1 and ct is y.dtype
+    rv = _row_vector(rt, inner, (gsi, ysi), y.dtype, ct) if tpr == 1 else 0
+    n = n // rv if rv else n
     k = kernel(rt, "softmax.cl.mako", "softmax_bwd", [None, _L, None] + [_L] * 4 + [None] + [_L] * 4 + [_L] * 3,
                T=y.dtype.cl, CT=ct.cl, log=bool(log), safe=bool(safe), TPR=tpr, LS=ls if tpr > 1 else 0, contig=contig,
-               types=types_of(y.dtype, ct))
+               rowvec=rv, types=types_of(y.dtype, ct))
     launch(rt, k, n, ls, gi._storage.cl_buffer(), gi._offset,
            g._storage.cl_buffer(), g._offset, gso, gsr, gsi, y._storage.cl_buffer(), y._offset, yso, ysr, ysi,
            nrows, R, inner, host=is_host(gi, g, y))
