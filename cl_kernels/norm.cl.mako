@@ -10,9 +10,8 @@
 ##   save_var: also write the biased variance of each row (batch_norm's running statistics)
 ## A row is `A x Bn` elements of a contiguous input: element (a, b) of row r sits at
 ##   r * rs + a * sa + b         (layer/rms/group norm: A = 1; batch_norm: rs = HW, sa = C * HW, Bn = HW)
-## A row's L = A * Bn elements, in the order j = a * Bn + b, are dealt into nch chunks: chunk c holds the j with
-## j % nch == c (neighbouring work-items read neighbouring elements: coalesced on a GPU, vector loads on a CPU);
-## work-item (r, c) of nrows * nch owns chunk c of row r. The launcher picks nch from the row length and the
+## A row's L = A * Bn elements, in the order j = a * Bn + b, are cut into nch chunks of CH (the last one shorter);
+## work-item (r, c) of nrows * nch owns chunk c of row r. The launcher picks CH and nch from the row length and the
 ## profile alone, so the order of every sum is fixed by L and the profile: not by the work-group size, the device
 ## or its compiler.
 ##   forward:  norm_part writes each chunk's pivot m_c = (sum x) / n_c, residual D_c = sum (x - m_c) and centred
@@ -57,29 +56,29 @@ ${cm.preamble(types)}
 ${xv} * rstd\
 % endif
 </%def>
-## for-header walking elements j = j0, j0 + st, ... < j1 of a row: a, b are the element's coordinates (a * sa + b
-## its offset in the row; a division only where b passes Bn). An empty row (Bn == 0) has j1 == 0: nothing divides.
-<%def name="each(j0, j1, st)">for (long j = ${j0}, a = Bn ? (${j0}) / Bn : 0, b = (${j0}) - a * Bn; j < ${j1}; j += ${st}, b += ${st}, a += (b >= Bn) ? b / Bn : 0, b = (b >= Bn) ? b % Bn : b)</%def>
+## for-header walking elements j0 <= j < j1 of a row: a, b are the element's coordinates, p its offset in the row
+## (an empty row, Bn == 0, has j0 == j1 == 0 and divides nothing)
+<%def name="each(j0, j1)">for (long j = ${j0}, a = Bn ? (${j0}) / Bn : 0, b = (${j0}) - a * Bn; j < ${j1}; ++j, b = (b + 1 == Bn) ? 0 : b + 1, a += (b == 0))</%def>
 
-## Sums over elements j0, j0 + st, ... < j1 of a row: the pivot P = (sum x) / n, D = sum (x - P), Q = sum (x - P)^2 (center);
+## Sums over elements [j0, j1) of a row: the pivot P = (sum x) / n, D = sum (x - P), Q = sum (x - P)^2 (center);
 ## or P = D = 0, Q = sum x^2 (rms).
-void fwd_chunk(__global const ${T}* xp, long j0, long j1, long st, long sa, long Bn, ${CT}* P_out, ${CT}* D_out, ${CT}* Q_out)
+void fwd_chunk(__global const ${T}* xp, long j0, long j1, long sa, long Bn, ${CT}* P_out, ${CT}* D_out, ${CT}* Q_out)
 {
     ${CT} m = 0;
     ${CT} sd = 0, pd = 0;
 % if center:
     ${CT} s = 0, ps = 0;
     int ks = 0;
-    ${each("j0", "j1", "st")} {
+    ${each("j0", "j1")} {
         ps += (${CT})xp[a * sa + b];
         if (++ks == NORM_NB) { s += ps; ps = 0; ks = 0; }
     }
     s += ps;
-    m = s / (${CT})((j1 - j0 + st - 1) / st);
+    m = s / (${CT})(j1 - j0);
 % endif
     ${CT} q = 0, pq = 0;
     int kq = 0;
-    ${each("j0", "j1", "st")} {
+    ${each("j0", "j1")} {
         ${CT} d = (${CT})xp[a * sa + b] - m;
 % if center:
         pd += d;
@@ -93,13 +92,14 @@ void fwd_chunk(__global const ${T}* xp, long j0, long j1, long st, long sa, long
 }
 
 __kernel void norm_part(__global ${CT}* part, __global const ${T}* x, long x_off,
-                        long nrows, long rs, long sa, long Bn, long L, long nch)
+                        long nrows, long rs, long sa, long Bn, long L, long CH, long nch)
 {
     long gid = get_global_id(0);
     if (gid >= nrows * nch) return;
     long r = gid / nch, c = gid - r * nch;
+    long j0 = c * CH, j1 = min(j0 + CH, L);
     ${CT} P, D, Q;
-    fwd_chunk(x + x_off + r * rs, c, L, nch, sa, Bn, &P, &D, &Q);
+    fwd_chunk(x + x_off + r * rs, j0, j1, sa, Bn, &P, &D, &Q);
     part[3 * gid] = P;
     part[3 * gid + 1] = D;
     part[3 * gid + 2] = Q;
@@ -111,33 +111,34 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
                        __global const ${T}* bb, long b_off,
                        __global ${CT}* mean_out, __global ${CT}* rstd_out, __global ${CT}* var_out,
                        __global const ${CT}* part,
-                       long nrows, long rs, long sa, long Bn, long L, long nch,
+                       long nrows, long rs, long sa, long Bn, long L, long CH, long nch,
                        long G, long Cg, long HW, ${CT} eps)
 {
     long gid = get_global_id(0);
     if (gid >= nrows * nch) return;
     long r = gid / nch, c = gid - r * nch;
+    long j0 = c * CH, j1 = min(j0 + CH, L);
     __global const ${T}* xp = x + x_off + r * rs;
     __global ${T}* yp = y + y_off + r * rs;
     ${CT} M = (${CT})L;
     ${VOL}${CT} m1 = 0, dl = 0, m2 = 0;
     if (nch == 1) {
         ${CT} P, D, Q;
-        fwd_chunk(xp, 0, L, 1, sa, Bn, &P, &D, &Q);
+        fwd_chunk(xp, 0, L, sa, Bn, &P, &D, &Q);
         m1 = P;
         dl = D / M;
         m2 = Q - dl * D;         // sum (x - m1 - dl)^2 = Q - 2 dl D + L dl^2, and L dl = D
     } else {
         __global const ${CT}* pr = part + 3 * r * nch;
 % if center:
-        for (long k = 0; k < nch; ++k) m1 += (${CT})((L - 1 - k) / nch + 1) * pr[3 * k];
+        for (long k = 0; k < nch; ++k) m1 += (${CT})(min((k + 1) * CH, L) - k * CH) * pr[3 * k];
         m1 = m1 / M;
-        for (long k = 0; k < nch; ++k) dl += (${CT})((L - 1 - k) / nch + 1) * (pr[3 * k] - m1) + pr[3 * k + 1];
+        for (long k = 0; k < nch; ++k) dl += (${CT})(min((k + 1) * CH, L) - k * CH) * (pr[3 * k] - m1) + pr[3 * k + 1];
         dl = dl / M;
 % endif
         for (long k = 0; k < nch; ++k) {
 % if center:
-            ${CT} nk = (${CT})((L - 1 - k) / nch + 1);
+            ${CT} nk = (${CT})(min((k + 1) * CH, L) - k * CH);
             ${CT} e = (pr[3 * k] - m1) - dl;
             m2 += pr[3 * k + 2] + (${CT})2 * e * pr[3 * k + 1] + nk * e * e;
 % else:
@@ -165,7 +166,7 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
     ${CT} br = (${CT})bb[b_off + r];
 % endif
 % endif
-    ${each("c", "L", "nch")} {
+    ${each("j0", "j1")} {
         long p = a * sa + b;
         ${CT} v = ${xhat("(" + CT + ")xp[p]")};
 % if affine == "row":
@@ -194,12 +195,12 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
 ## weight multiplies them), and chunk 0 writes sum(g) and sum(g * xh) of each row, which are the bias and weight
 ## gradients.
 void bwd_chunk(__global const ${T}* gp, __global const ${T}* xp, __global const ${T}* w, long w_off, long r,
-               ${CT} mu, ${CT} ml, ${CT} rstd, long j0, long j1, long st, long sa, long Bn, long G, long Cg, long HW,
+               ${CT} mu, ${CT} ml, ${CT} rstd, long j0, long j1, long sa, long Bn, long G, long Cg, long HW,
                ${CT}* s1_out, ${CT}* s2_out)
 {
     ${CT} s1 = 0, s2 = 0, p1 = 0, p2 = 0;
     int k1 = 0;
-    ${each("j0", "j1", "st")} {
+    ${each("j0", "j1")} {
         long p = a * sa + b;
         ${CT} gv = (${CT})gp[p];
 % if w_in_sum:
@@ -219,15 +220,16 @@ __kernel void norm_bwd_part(__global ${CT}* part,
                             __global const ${T}* x, long x_off,
                             __global const ${T}* w, long w_off,
                             __global const ${CT}* mean_in, __global const ${CT}* rstd_in,
-                            long nrows, long rs, long sa, long Bn, long L, long nch,
+                            long nrows, long rs, long sa, long Bn, long L, long CH, long nch,
                             long G, long Cg, long HW)
 {
     long gid = get_global_id(0);
     if (gid >= nrows * nch) return;
     long r = gid / nch, c = gid - r * nch;
+    long j0 = c * CH, j1 = min(j0 + CH, L);
     ${CT} s1, s2;
-    bwd_chunk(g + g_off + r * rs, x + x_off + r * rs, w, w_off, r, mean_in[r], mean_in[nrows + r], rstd_in[r], c, L,
-              nch, sa, Bn,
+    bwd_chunk(g + g_off + r * rs, x + x_off + r * rs, w, w_off, r, mean_in[r], mean_in[nrows + r], rstd_in[r], j0, j1, sa,
+              Bn,
               G, Cg, HW, &s1, &s2);
     part[2 * gid] = s1;
     part[2 * gid + 1] = s2;
@@ -240,12 +242,13 @@ __kernel void norm_bwd(__global ${T}* gi, long gi_off,
                        __global const ${CT}* mean_in, __global const ${CT}* rstd_in,
                        __global ${CT}* sg_out, __global ${CT}* sgx_out,
                        __global const ${CT}* part,
-                       long nrows, long rs, long sa, long Bn, long L, long nch,
+                       long nrows, long rs, long sa, long Bn, long L, long CH, long nch,
                        long G, long Cg, long HW)
 {
     long gid = get_global_id(0);
     if (gid >= nrows * nch) return;
     long r = gid / nch, c = gid - r * nch;
+    long j0 = c * CH, j1 = min(j0 + CH, L);
     __global const ${T}* xp = x + x_off + r * rs;
     __global const ${T}* gp = g + g_off + r * rs;
     __global ${T}* op = gi + gi_off + r * rs;
@@ -254,7 +257,7 @@ __kernel void norm_bwd(__global ${T}* gi, long gi_off,
     ${VOL}${CT} s1 = 0, s2 = 0;
     if (nch == 1) {
         ${CT} t1, t2;
-        bwd_chunk(gp, xp, w, w_off, r, mu, ml, rstd, 0, L, 1, sa, Bn, G, Cg, HW, &t1, &t2);
+        bwd_chunk(gp, xp, w, w_off, r, mu, ml, rstd, 0, L, sa, Bn, G, Cg, HW, &t1, &t2);
         s1 = t1;
         s2 = t2;
     } else {
@@ -276,7 +279,7 @@ __kernel void norm_bwd(__global ${T}* gi, long gi_off,
 % if not center:
     c1 = 0;
 % endif
-    ${each("c", "L", "nch")} {
+    ${each("j0", "j1")} {
         long p = a * sa + b;
         ${CT} gv = (${CT})gp[p];
 % if affine == "row" and has_w:

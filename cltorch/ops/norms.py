@@ -32,20 +32,22 @@ from .softmax import kernel, launch, local_size, is_host, compute_dtype, types_o
 __all__ = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm"]
 
 _L = np.int64
-_FWD_ARGS = [None, _L, None, _L, None, _L, None, _L, None, None, None, None] + [_L] * 9
-_BWD_ARGS = [None, _L, None, _L, None, _L, None, _L, None, None, None, None, None] + [_L] * 9
-_PART_ARGS = [None, None, _L] + [_L] * 6
-_BWD_PART_ARGS = [None, None, _L, None, _L, None, _L, None, None] + [_L] * 9
+_FWD_ARGS = [None, _L, None, _L, None, _L, None, _L, None, None, None, None] + [_L] * 10
+_BWD_ARGS = [None, _L, None, _L, None, _L, None, _L, None, None, None, None, None] + [_L] * 10
+_PART_ARGS = [None, None, _L] + [_L] * 7
+_BWD_PART_ARGS = [None, None, _L, None, _L, None, _L, None, None] + [_L] * 10
 
 
 def _chunks(rt, L):
-    """nch: how many chunks a row of L elements is dealt into (chunk c holds elements c, c + nch, ...). From L and
-    the profile's ``[norm]`` ``chunk`` (the fewest elements worth a work-item of their own) and ``max_chunks``
-    (the most per row: each second-pass work-item adds all of its row's chunk sums) alone, so the order of every
-    sum is fixed by the row length and the profile, never by the work-group size."""
+    """(CH, nch): a row of L elements in nch chunks of CH (the last one shorter). From L and the profile's
+    ``[norm]`` ``chunk`` (the shortest chunk worth its own work-item) and ``max_chunks`` (the most per row: each
+    second-pass work-item adds all of its row's chunk sums) alone, so the order of every sum is fixed by the row
+    length and the profile, never by the work-group size."""
     chunk = max(1, int(rt.profile.get_value("norm", "chunk", 1024)))
     maxc = max(1, int(rt.profile.get_value("norm", "max_chunks", 64)))
-    return max(1, min(maxc, -(-L // chunk)))
+    nch = max(1, min(maxc, -(-L // chunk)))
+    CH = max(1, -(-L // nch))
+    return CH, max(1, -(-L // CH))
 
 
 def _np_scalar(ct):
@@ -76,21 +78,21 @@ def _norm_launch(x, w, b, nrows, rs, A, sa, Bn, G, Cg, HW, eps, center, affine, 
         return y, mean, rstd, var, params
     rt = y._runtime()
     L = A * Bn
-    nch = _chunks(rt, L)
+    CH, nch = _chunks(rt, L)
     ls = local_size(rt, "norm")
     xb = x._storage.cl_buffer()
     host = is_host(x, y)
     part = Tensor._empty((3 * nrows * nch,), ct, x.device) if nch > 1 else mean
     if nch > 1:
         kp = kernel(rt, "norm.cl.mako", "norm_part", _PART_ARGS, **params)
-        launch(rt, kp, nrows * nch, ls, part._storage.cl_buffer(), xb, x._offset, nrows, rs, sa, Bn, L, nch)
+        launch(rt, kp, nrows * nch, ls, part._storage.cl_buffer(), xb, x._offset, nrows, rs, sa, Bn, L, CH, nch)
     k = kernel(rt, "norm.cl.mako", "norm_fwd", _FWD_ARGS + [_np_scalar(ct)], **params)
     launch(rt, k, nrows * nch, ls, y._storage.cl_buffer(), y._offset, xb, x._offset,
            w._storage.cl_buffer() if w is not None else xb, w._offset if w is not None else 0,
            b._storage.cl_buffer() if b is not None else xb, b._offset if b is not None else 0,
            mean._storage.cl_buffer(), rstd._storage.cl_buffer(),
            var._storage.cl_buffer() if var is not None else mean._storage.cl_buffer(), part._storage.cl_buffer(),
-           nrows, rs, sa, Bn, L, nch, G, Cg, HW, _np_scalar(ct)(eps), host=host)
+           nrows, rs, sa, Bn, L, CH, nch, G, Cg, HW, _np_scalar(ct)(eps), host=host)
     return y, mean, rstd, var, params
 
 
@@ -111,7 +113,7 @@ def _norm_bwd_launch(g, x, w, mean, rstd, nrows, rs, A, sa, Bn, G, Cg, HW, param
         return gi, sg, sgx
     rt = gi._runtime()
     L = A * Bn
-    nch = _chunks(rt, L)
+    CH, nch = _chunks(rt, L)
     ls = local_size(rt, "norm")
     xb = x._storage.cl_buffer()
     mb = mean._storage.cl_buffer()
@@ -120,12 +122,12 @@ def _norm_bwd_launch(g, x, w, mean, rstd, nrows, rs, A, sa, Bn, G, Cg, HW, param
     if nch > 1:
         kp = kernel(rt, "norm.cl.mako", "norm_bwd_part", _BWD_PART_ARGS, **params)
         launch(rt, kp, nrows * nch, ls, part._storage.cl_buffer(), g._storage.cl_buffer(), g._offset, xb, x._offset,
-               wb, wo, mb, rstd._storage.cl_buffer(), nrows, rs, sa, Bn, L, nch, G, Cg, HW)
+               wb, wo, mb, rstd._storage.cl_buffer(), nrows, rs, sa, Bn, L, CH, nch, G, Cg, HW)
     k = kernel(rt, "norm.cl.mako", "norm_bwd", _BWD_ARGS, **params)
     launch(rt, k, nrows * nch, ls, gi._storage.cl_buffer(), gi._offset, g._storage.cl_buffer(),
            g._offset, xb, x._offset, wb, wo, mb, rstd._storage.cl_buffer(),
            sg._storage.cl_buffer() if row else mb, sgx._storage.cl_buffer() if row else mb, part._storage.cl_buffer(),
-           nrows, rs, sa, Bn, L, nch, G, Cg, HW, host=is_host(x, gi))
+           nrows, rs, sa, Bn, L, CH, nch, G, Cg, HW, host=is_host(x, gi))
     return gi, sg, sgx
 
 
