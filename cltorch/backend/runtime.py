@@ -52,6 +52,7 @@ BF16_TEMPLATES = frozenset({"elementwise.cl.mako"})
 # cltorch.use_deterministic_algorithms(True) sets DETERMINISTIC[0]: programs are rendered with deterministic=True
 # and built with these options (see Runtime.program), so the default path's sources and caches are untouched
 DETERMINISTIC = [False]
+KEEP_MAX = 4096          # queued host storages held before an op's closing finish_if_exposed waits for the queue
 DET_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt",)
 
 
@@ -170,9 +171,8 @@ class Runtime:
 
     def keep(self, obj):
         """Hold ``obj`` (a host storage a queued kernel uses) until the next synchronize."""
-        self._keepalive.append(obj)
-        if len(self._keepalive) > 4096:
-            self.synchronize()
+        self._keepalive.append(obj)     # past KEEP_MAX, the op's closing finish_if_exposed waits (not here: the
+                                        # op may still enqueue with storages it fetched before this one)
 
     def touch_exposed(self):
         """Note that the calling thread handed a kernel host memory numpy or another process shares
@@ -190,7 +190,7 @@ class Runtime:
         memory (temporaries included) outlives the kernels. A kernel's storages must be fetched with
         ``Storage.cl_buffer()`` for each enqueue (that both keeps them alive and notes exposure)."""
         t = self._touched
-        if t.exposed or self._checks:
+        if t.exposed or self._checks or len(self._keepalive) > KEEP_MAX:
             t.exposed = False
             self.synchronize()
 

@@ -238,6 +238,12 @@ class _Cfg:
                  "drop_seed", "qbatch")
 
 
+def _mask_buf(m2, q2):
+    """The mask's buffer, or q's as a placeholder when there is no mask. Fetched right at the launch: a nested op
+    between a fetch and its enqueue may wait for the queue, which ends the hold a fetch takes (Storage.cl_buffer)."""
+    return (m2 if m2 is not None else q2)._storage.cl_buffer()
+
+
 def _mask_strides(mask, cfg, qshape):
     """(mask', m_off, smb, smh, sml, sms) for a mask broadcast to query's batch dims + (L, S)."""
     if mask is None:
@@ -277,7 +283,7 @@ def _fwd_launch(q, k, v, mask, cfg):
     kk = kernel(rt, "sdpa.cl.mako", "sdpa_fwd",
                 [None, None, None] + [_L] * 5 + [None, None, None] + [_L] * 5 + [_L] * 7 + [_np_ct(ct), _L]
                 + _drop_types(ct, cfg), **params)
-    mb = m2._storage.cl_buffer() if m2 is not None else q2._storage.cl_buffer()
+    mb = _mask_buf(m2, q2)
     launch(rt, kk, total, ls, out._storage.cl_buffer(), lse._storage.cl_buffer(), q2._storage.cl_buffer(),
            q2._offset, sqb, sqh, q2._stride[-2], q2._stride[-1], kt._storage.cl_buffer(), vp._storage.cl_buffer(),
            mb, m_off, smb, smh, sml, sms, cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale), SC,
@@ -317,7 +323,6 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
     q2, sqb, sqh = _two_level(q, cfg.nbatch)
     g2, sdb, sdh = _two_level(g, cfg.nbatch)
     m2, m_off, smb, smh, sml, sms = _mask_strides(mask, cfg, q._shape)
-    mb = m2._storage.cl_buffer() if m2 is not None else q2._storage.cl_buffer()
     host = is_host(q2, g2)
     dq = dk = dv = None
     if needs[0]:
@@ -337,7 +342,7 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
                    q2._storage.cl_buffer(), q2._offset, sqb, sqh, q2._stride[-2], q2._stride[-1],
                    g2._storage.cl_buffer(), g2._offset, sdb, sdh, g2._stride[-2], g2._stride[-1],
                    lse._storage.cl_buffer(), dlt._storage.cl_buffer(), kt._storage.cl_buffer(),
-                   vt._storage.cl_buffer(), kp._storage.cl_buffer(), mb, m_off, smb, smh, sml, sms,
+                   vt._storage.cl_buffer(), kp._storage.cl_buffer(), _mask_buf(m2, q2), m_off, smb, smh, sml, sms,
                    cfg.L, cfg.S, SP, cfg.H, cfg.Hk, nqb, total, _np_ct(ct)(cfg.scale), SC, *_drop_args(ct, cfg),
                    host=host)
         else:
@@ -359,7 +364,7 @@ def _bwd_launch(g, q, k, v, o, lse, mask, cfg, needs):
                    q2._storage.cl_buffer(), q2._offset, sqb, sqh, q2._stride[-2], q2._stride[-1],
                    g2._storage.cl_buffer(), g2._offset, sdb, sdh, g2._stride[-2], g2._stride[-1],
                    lse._storage.cl_buffer(), dlt._storage.cl_buffer(), kt._storage.cl_buffer(),
-                   vt._storage.cl_buffer(), mb, m_off, smb, smh, sml, sms,
+                   vt._storage.cl_buffer(), _mask_buf(m2, q2), m_off, smb, smh, sml, sms,
                    cfg.L, cfg.S, SPk, cfg.H, cfg.Hk, nkb, total, _np_ct(ct)(cfg.scale), *_drop_args(ct, cfg),
                    host=host)
         else:

@@ -362,11 +362,13 @@ def _gemm_conv(x, w, b, geom):
     beta = 1.0 if b is not None else 0.0
     idx = _idx_type(_span(x), y.numel() + 1)
     gemm = _gemm()
-    ybuf, wbuf = y._storage.cl_buffer(), w._storage.cl_buffer()
     sn, sc = x._stride[:2]
     pointwise_1x1 = geom.KS == 1 and geom.launch_args() == (1, 1, 1, 0, 0, 0, 1, 1, 1) and _spatial_contiguous(x)
     if pointwise_1x1:
         x = _aligned(x)
+        sn, sc = x._stride[:2]
+    # buffers fetched after any nested op (the copy above may wait for the queue, ending earlier fetches' hold)
+    ybuf, wbuf = y._storage.cl_buffer(), w._storage.cl_buffer()
     tmp = _Tmp(rt)
     if pointwise_1x1:
         xbuf = x._storage.cl_buffer()
