@@ -12,14 +12,14 @@
 ## in that shape. Three passes over each row: the max, the sum of exp(x - max), the write (the standard
 ## max-subtraction, so logits of any size are stable).
 ##
-## Summation order (the same for every TPR, LS and vector width, so every configuration and every device gives
-## the same bits): the row is cut into chunks of 32; stripe j (0..31) is the sum, chunk after chunk from 0, of
+## Summation order (the same for every TPR, LS and vector width, so every configuration gives the same bits on a
+## device, and devices agree wherever their log/exp builtins do, as in deterministic mode): the row is cut into chunks of 32; stripe j (0..31) is the sum, chunk after chunk from 0, of
 ## each chunk's element j (missing elements of the last chunk add 0); the row sum is the balanced binary tree
 ## over the 32 stripe sums in order (((s0+s1)+(s2+s3))+...). Rounding error grows as R/32 + 5, not R. Lane t
 ## owns stripes t*S .. t*S+S-1 (S = 32/TPR): for TPR = 1 they are 32 consecutive elements (four float8
 ## loads on a CPU), for TPR = 32 lane t reads element t of each chunk (coalesced on a GPU). Each lane sums its
 ## subtree; the lanes' partial sums meet in local memory, where every lane of the row evaluates the rest of
-## the tree itself (no broadcast step, one barrier per reduction).
+## the tree itself (no broadcast step; a barrier before the reads and one before local memory is reused).
 <%!
     class Geom:
         """Per-lane geometry and code snippets: S stripes per lane, VW vector width, NV accumulators per lane
