@@ -89,3 +89,35 @@ def test_hypothesis_sum_amax_any_dims(shape, data, dev, transpose):
     assert_close(t.sum(d, keepdim=keep) if d else t.sum(), a.sum(axis=d, keepdims=keep) if d else a.sum(),
                  rtol=1e-5, atol=1e-5)
     assert_close(t.amax(d if d else (), keepdim=keep), a.max(axis=d, keepdims=keep))
+
+
+def test_reduction_out_argument_against_torch(device):
+    """sum/mean/prod/amax/amin take ``out=`` as torch does: an empty out is resized, a non-empty wrong-shaped one
+    too (UserWarning), sum/prod compute in out's dtype, and the errors are torch's (autograd, dtype mismatch)."""
+    import warnings
+    T = pytest.importorskip("torch")
+    a = (RNG.standard_normal((3, 4)) * 3).astype(np.float32)
+    x, xt = torch.tensor(a, device=device), T.tensor(a)
+    cases = [("sum", (1,), "float32"), ("sum", (0,), "int64"), ("sum", (0,), "float64"), ("mean", (1,), "float32"),
+             ("mean", (0,), "float64"), ("prod", (1,), "float32"), ("amax", (0,), "float32"),
+             ("amin", (1,), "float32")]
+    for name, dims, dt in cases:
+        for shape in ((0,), (2, 2)):
+            o = torch.empty(shape, dtype=getattr(torch, dt), device=device)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                r = getattr(torch, name)(x, *dims, keepdim=False, out=o)
+            assert r is o and (len(w) == 1) == (shape != (0,)), (name, shape, [str(m.message) for m in w])
+            ref = getattr(T, name)(xt, *dims, out=T.empty(0, dtype=getattr(T, dt)))
+            assert o.dtype is getattr(torch, dt) and tuple(o.shape) == tuple(ref.shape)
+            np.testing.assert_allclose(to_np(o), ref.numpy(), rtol=1e-5, atol=1e-5)
+    xi = torch.arange(4, device=device)
+    assert to_np(torch.sum(xi, 0, out=torch.empty(0, device=device))).item() == 6.0    # torch: tensor(6.)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        torch.sum(x.clone().requires_grad_(), 0, out=torch.empty(0, device=device))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.sum(x, 0, dtype=torch.float64, out=torch.empty(0, device=device))
+    with pytest.raises(RuntimeError, match="Expected the dtype for input and out to match"):
+        torch.amax(x, 0, out=torch.empty(0, dtype=torch.int64, device=device))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.mean(x, 0, out=torch.empty(0, dtype=torch.int64, device=device))

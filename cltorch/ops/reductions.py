@@ -72,8 +72,34 @@ def _sum_bwd(ctx, g):
 _sum_op = register("sum", _sum_fwd, _sum_bwd)
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
-    """Sum over ``dim`` (int, tuple, or None for all). bool and integer inputs give int64."""
+def _into_out(name, input, out, dtype, compute):
+    """PyTorch's ``out=`` of a dim reduction: no autograd, a ``dtype`` that disagrees with out's raises, out is
+    resized to the result's shape (a UserWarning when it had elements) and receives the result."""
+    from .._dispatch import is_grad_enabled
+    if is_grad_enabled() and input.requires_grad:
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if dtype is not None and D.to_dtype(dtype) is not out.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {D.to_dtype(dtype).name}, but got {out.dtype.name} "
+                           "instead")
+    r = compute()
+    if r.dtype.is_floating_point and not (out.dtype.is_floating_point or out.dtype.is_complex):
+        raise RuntimeError(f"result type {_scalar_name(r.dtype)} can't be cast to the desired output type "
+                           f"{_scalar_name(out.dtype)}")
+    if tuple(out.shape) != tuple(r.shape):
+        if out.numel():
+            import warnings
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                          f"which does not match the required output shape {list(r.shape)}.", UserWarning)
+        out.resize_(r.shape)
+    return out.copy_(r)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
+    """Sum over ``dim`` (int, tuple, or None for all). bool and integer inputs give int64. With ``out``, the sum
+    is taken in out's dtype (PyTorch's rule) and written there."""
+    if out is not None:
+        return _into_out("sum", input, out, dtype, lambda: sum(input, dim, keepdim, dtype=out.dtype))
     if input.dtype._kind == 3:      # complex: the sum of the real view (ops/complex.py)
         from .complex import _c_sum
         return _c_sum(input, dim, keepdim, dtype)
@@ -104,8 +130,10 @@ def _mean_bwd(ctx, g):
 _mean_op = register("mean", _mean_fwd, _mean_bwd)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
     """Arithmetic mean over ``dim``. Integer inputs raise RuntimeError unless ``dtype`` is a float dtype."""
+    if out is not None:
+        return _into_out("mean", input, out, dtype, lambda: mean(input, dim, keepdim, dtype=dtype))
     if input.dtype._kind == 3:      # complex: the mean of the real view (ops/complex.py)
         from .complex import _c_mean
         return _c_mean(input, dim, keepdim, dtype)
@@ -145,8 +173,10 @@ def _prod_bwd(ctx, g):
 _prod_op = register("prod", _prod_fwd, _prod_bwd)
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
     """Product over ``dim`` (one int, or None for all). bool and integer inputs give int64."""
+    if out is not None:
+        return _into_out("prod", input, out, dtype, lambda: prod(input, dim, keepdim, dtype=out.dtype))
     return call(_prod_op, input, dim, keepdim, dtype)
 
 
@@ -237,13 +267,23 @@ _amax_op = register("amax", _amax_fwd(True), _amax_bwd)
 _amin_op = register("amin", _amax_fwd(False), _amax_bwd)
 
 
-def amax(input, dim=(), keepdim=False):  # noqa: A002
+def amax(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
     """Maximum over ``dim`` (all dims when empty); NaN propagates; the gradient splits evenly among ties."""
+    if out is not None:
+        if out.dtype is not input.dtype:
+            raise RuntimeError(f"Expected the dtype for input and out to match, but got {_scalar_name(input.dtype)} "
+                               f"for input's dtype and {_scalar_name(out.dtype)} for out's dtype.")
+        return _into_out("amax", input, out, None, lambda: amax(input, dim, keepdim))
     return call(_amax_op, input, dim if dim != () else None, keepdim)
 
 
-def amin(input, dim=(), keepdim=False):  # noqa: A002
+def amin(input, dim=(), keepdim=False, *, out=None):  # noqa: A002
     """Minimum over ``dim`` (all dims when empty); NaN propagates; the gradient splits evenly among ties."""
+    if out is not None:
+        if out.dtype is not input.dtype:
+            raise RuntimeError(f"Expected the dtype for input and out to match, but got {_scalar_name(input.dtype)} "
+                               f"for input's dtype and {_scalar_name(out.dtype)} for out's dtype.")
+        return _into_out("amin", input, out, None, lambda: amin(input, dim, keepdim))
     return call(_amin_op, input, dim if dim != () else None, keepdim)
 
 
