@@ -425,8 +425,22 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,  # noqa: A002
                   momentum=0.1, eps=1e-5):
-    """Instance normalisation of (N, C, *): group_norm with one group per channel, per sample (running
-    statistics are not supported; pass use_input_stats=True)."""
-    if not use_input_stats:
-        raise NotImplementedError("instance_norm with use_input_stats=False is not supported")
-    return group_norm(input, input._shape[1], weight, bias, eps)
+    """Instance normalisation of (N, C, *): group_norm with one group per channel, per sample. With running
+    statistics, PyTorch's construction: batch_norm of the (1, N*C, *) view with the running tensors and affine
+    parameters repeated N times; the running tensors then take the mean of the N updated copies
+    (use_input_stats=False normalises by them)."""
+    if running_mean is None and running_var is None and use_input_stats:
+        return group_norm(input, input._shape[1], weight, bias, eps)
+    n, c = input._shape[0], input._shape[1]
+    rep = [t.repeat(n) if t is not None else None for t in (running_mean, running_var, weight, bias)]
+    y = batch_norm(input.reshape(1, n * c, *input._shape[2:]), *rep, training=use_input_stats, momentum=momentum,
+                   eps=eps)
+    if use_input_stats:
+        prev = set_grad_enabled_raw(False)
+        try:
+            for run, r in ((running_mean, rep[0]), (running_var, rep[1])):
+                if run is not None:
+                    run.copy_(r.view(n, c).mean(0))
+        finally:
+            set_grad_enabled_raw(prev)
+    return y.reshape(input._shape)
