@@ -446,3 +446,49 @@ def test_double_backward_of_3d_pooling_and_sampling():
     x2 = torch.tensor(rng.standard_normal((1, 1, 3, 4)), requires_grad=True)
     g2 = torch.tensor(rng.random((1, 2, 2, 2)) * 1.6 - 0.8, requires_grad=True)
     assert torch.autograd.gradcheck(lambda a, b: F.grid_sample(a, b, "bilinear", "reflection", False), (x2, g2))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_instance_norm3d_and_pad3d_modules_match_torch(device):
+    """nn.InstanceNorm3d and the five 3-d padding modules exist as in torch: values, gradients, reprs, errors."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
+    pairs = [(torch.nn.InstanceNorm3d(3, affine=True, track_running_stats=True),
+              T.nn.InstanceNorm3d(3, affine=True, track_running_stats=True)),
+             (torch.nn.ConstantPad3d((1, 2, 0, 1, 2, 0), 1.5), T.nn.ConstantPad3d((1, 2, 0, 1, 2, 0), 1.5)),
+             (torch.nn.ZeroPad3d(1), T.nn.ZeroPad3d(1)),
+             (torch.nn.ReflectionPad3d((1, 2, 2, 1, 1, 3)), T.nn.ReflectionPad3d((1, 2, 2, 1, 1, 3))),
+             (torch.nn.ReplicationPad3d(2), T.nn.ReplicationPad3d(2)),
+             (torch.nn.CircularPad3d((1, 0, 2, 1, 0, 3)), T.nn.CircularPad3d((1, 0, 2, 1, 0, 3)))]
+    for ours, ref in pairs:
+        ours = ours.to(device)
+        if not isinstance(ref, T.nn.InstanceNorm3d):   # torch 2.13's norm reprs add bias=, which cltorch lacks
+            assert repr(ours) == repr(ref)
+        for inp in (a, a[0]):                        # batched and unbatched
+            x, xt = torch.tensor(inp, device=device, requires_grad=True), T.tensor(inp, requires_grad=True)
+            y, yt = ours(x), ref(xt)
+            g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+            y.backward(torch.tensor(g, device=device))
+            yt.backward(T.tensor(g))
+            np.testing.assert_allclose(_np(y), _np(yt), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(_np(x.grad), _np(xt.grad), rtol=1e-4, atol=1e-5)
+    ours, ref = pairs[0]                             # running statistics update (they were ignored) and serve in eval
+    np.testing.assert_allclose(_np(ours.running_mean), _np(ref.running_mean), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(ours.running_var), _np(ref.running_var), rtol=1e-5, atol=1e-6)
+    ours.eval(), ref.eval()
+    np.testing.assert_allclose(_np(ours(torch.tensor(a + 1, device=device))), _np(ref(T.tensor(a + 1))), rtol=1e-5,
+                               atol=1e-5)
+    for nd in (1, 2):                                # the same for InstanceNorm1d/2d, functional form too
+        b = a.reshape(2, 3, -1) if nd == 1 else a.reshape(2, 3, 20, 6)
+        rm, rmt = torch.zeros(3, device=device), T.zeros(3)
+        rv, rvt = torch.ones(3, device=device), T.ones(3)
+        y = F.instance_norm(torch.tensor(b, device=device), rm, rv, momentum=0.3)
+        yt = TF.instance_norm(T.tensor(b), rmt, rvt, momentum=0.3)
+        np.testing.assert_allclose(_np(y), _np(yt), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(_np(rm), _np(rmt), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(_np(rv), _np(rvt), rtol=1e-5, atol=1e-6)
+        y = F.instance_norm(torch.tensor(b, device=device), rm, rv, use_input_stats=False)
+        np.testing.assert_allclose(_np(y), _np(TF.instance_norm(T.tensor(b), rmt, rvt, use_input_stats=False)),
+                                   rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="expected 4D or 5D input"):
+        torch.nn.InstanceNorm3d(3)(torch.zeros(3, 4, 5, device=device))

@@ -11,7 +11,7 @@ from .loss import MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistan
 from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa
                       AdaptiveMaxPool2d)
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm, RMSNorm,  # noqa
-                            InstanceNorm1d, InstanceNorm2d, LocalResponseNorm)
+                            InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalResponseNorm)
 from .activation import (Threshold, ReLU, ReLU6, RReLU, Hardtanh, LeakyReLU, PReLU, ELU, CELU, SELU, GELU,  # noqa
                          SiLU, Mish, Tanh, Sigmoid, Hardsigmoid, Hardswish, Hardshrink, Softshrink, Tanhshrink,
                          Softsign, Softplus, LogSigmoid, GLU, Softmax, Softmin, LogSoftmax, Softmax2d,
@@ -21,7 +21,8 @@ from .sparse import Embedding  # noqa
 from .flatten import Flatten, Unflatten, PixelShuffle, PixelUnshuffle, ChannelShuffle, Unfold  # noqa
 from .upsampling import (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, ZeroPad1d, ZeroPad2d,  # noqa
                          ConstantPad1d, ConstantPad2d, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
-                         ReplicationPad2d, CircularPad1d, CircularPad2d)
+                         ReplicationPad2d, CircularPad1d, CircularPad2d, ConstantPad3d, ZeroPad3d,
+                         ReflectionPad3d, ReplicationPad3d, CircularPad3d)
 from .distance import PairwiseDistance, CosineSimilarity  # noqa
 from .transformer import (TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer,  # noqa
                           TransformerDecoder, Transformer)

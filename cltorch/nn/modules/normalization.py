@@ -10,7 +10,7 @@ from ._factory import empty_param
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "InstanceNorm1d",
-           "InstanceNorm2d", "LocalResponseNorm"]
+           "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
 
 
 class _NormBase(Module):
@@ -147,6 +147,15 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input):  # noqa: A002
         if input.dim() not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    def _get_no_batch_dim(self):
+        return 4
+
+    def _check_input_dim(self, input):  # noqa: A002
+        if input.dim() not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")
 
 
 class LayerNorm(Module):

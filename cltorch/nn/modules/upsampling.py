@@ -5,7 +5,7 @@ from .module import Module
 
 __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d",
            "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
-           "CircularPad1d", "CircularPad2d"]
+           "CircularPad1d", "CircularPad2d", "ConstantPad3d", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]
 
 
 class Upsample(Module):
@@ -61,7 +61,7 @@ class _PadNd(Module):
     def extra_repr(self):
         if self.mode == "constant":
             return f"padding={self.padding}, value={self.value}"
-        return f"padding={self.padding}"
+        return f"{self.padding}"       # torch's reflection/replication/circular reprs: the tuple alone
 
 
 class ConstantPad1d(_PadNd):
@@ -116,3 +116,26 @@ class CircularPad1d(_PadNd):
 
 class CircularPad2d(_PadNd):
     mode = "circular"
+
+
+class ConstantPad3d(_PadNd):
+    n = 3
+
+    def __init__(self, padding, value):
+        super().__init__(padding, value)
+
+
+class ZeroPad3d(ZeroPad2d):
+    n = 3
+
+
+class ReflectionPad3d(_PadNd):
+    mode, n = "reflect", 3
+
+
+class ReplicationPad3d(_PadNd):
+    mode, n = "replicate", 3
+
+
+class CircularPad3d(_PadNd):
+    mode, n = "circular", 3
