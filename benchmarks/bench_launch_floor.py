@@ -137,7 +137,10 @@ def main(argv=None):
     ap.add_argument("--devices", default="cl:0,cl:1")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--inner", type=int, default=2000)
+    ap.add_argument("--quick", action="store_true", help="smoke mode (benchmarks/run.py --quick): 1 batch of 200")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.reps, a.inner = 1, 200
     load = os.getloadavg()[0]
     rows = run([d.strip() for d in a.devices.split(",") if d.strip()], a.reps, a.inner)
     print(f"load {load:.1f} (1-min average at start); medians of {a.reps} batches")

@@ -58,12 +58,18 @@ def main():
     ap.add_argument("--device", default="cl:0")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", nargs="*", choices=["bn", "ln"], default=["bn", "ln"])
+    ap.add_argument("--quick", action="store_true", help="smoke mode (benchmarks/run.py --quick): one round, "
+                                                          "the first 4 shapes of each model")
     args = ap.parse_args()
+    if args.quick:
+        args.rounds = 1
     import cltorch
     print(A.describe(with_tinygrad=False))
     torch = A.torch()
     for kind in args.only:
         shapes, what = (MOBILENET_BN, "MobileNetV2 BatchNorm2d x52") if kind == "bn" else (VIT_LN, "ViT LayerNorm x13")
+        if args.quick:
+            shapes, what = shapes[:4], what + " (quick: first 4)"
         sides = {"ours": (_step(cltorch, kind, args.device, shapes), cltorch.cl.synchronize)}
         if torch is not None:
             sides.update(A.torch_sides(lambda: _step(torch, kind, None, shapes)))
