@@ -492,3 +492,24 @@ def test_instance_norm3d_and_pad3d_modules_match_torch(device):
                                    rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="expected 4D or 5D input"):
         torch.nn.InstanceNorm3d(3)(torch.zeros(3, 4, 5, device=device))
+
+
+def test_norm_modules_bias_keyword_matches_torch():
+    """torch 2.13's ``bias=`` of BatchNorm/InstanceNorm/GroupNorm (affine weight without a bias): parameters,
+    state_dict keys, reprs, values and gradients."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((4, 6, 5, 3)).astype(np.float32)
+    for name, args in (("BatchNorm2d", (6,)), ("InstanceNorm2d", (6,)), ("GroupNorm", (3, 6))):
+        for bias in (True, False):
+            kw = {"affine": True} if name == "InstanceNorm2d" else {}
+            ours, ref = getattr(torch.nn, name)(*args, bias=bias, **kw), getattr(T.nn, name)(*args, bias=bias, **kw)
+            assert repr(ours) == repr(ref)
+            assert list(ours.state_dict()) == list(ref.state_dict())
+            assert [n for n, _ in ours.named_parameters()] == [n for n, _ in ref.named_parameters()]
+            x, xt = torch.tensor(a, requires_grad=True), T.tensor(a, requires_grad=True)
+            y, yt = ours(x), ref(xt)
+            (y * y.detach()).sum().backward()
+            (yt * yt.detach()).sum().backward()
+            np.testing.assert_allclose(_np(y), _np(yt), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(_np(x.grad), _np(xt.grad), rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(_np(ours.weight.grad), _np(ref.weight.grad), rtol=1e-4, atol=1e-4)
