@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _anchors as A  # noqa: E402
 
 
 def _median(fn, reps, inner, after=None):
@@ -129,6 +131,17 @@ def run(devices=("cl:0", "cl:1"), reps=7, inner=2000, out=print):
             rows[(d, name, k)] = v
     for k, v in host_floors(reps, inner * 10).items():
         rows[("host", "", k)] = v
+    return rows
+
+
+def suite(quick=False, device="cl:0"):
+    """Rows for benchmarks/run.py: each floor on ``device`` and the host rows, main-thread CPU µs per call as
+    ``ours`` (the wall time, kernels' execution included, in the note); no bar."""
+    rows = []
+    for (d, name, k), (wall, cpu) in run([device], 1 if quick else 7, 200 if quick else 2000,
+                                         out=lambda *a: None).items():
+        rows.append(A.case(f"{k} ({d})" if d != "host" else k, "us", cpu * 1e6,
+                           note=f"wall {wall * 1e6:.2f} us per call (batch + finish)"))
     return rows
 
 

@@ -53,34 +53,50 @@ def _step(lib, kind, device, shapes):
     return step
 
 
+def run(device="cl:0", rounds=5, only=("bn", "ln"), quick=False, out=print):
+    """Rows (``_anchors.case``) of forward+backward time per step, ours on ``device`` against PyTorch CPU; with
+    ``quick`` one round over the first 4 shapes of each model. Prints one line per row through ``out``."""
+    import cltorch
+    torch = A.torch()
+    rows = []
+    for kind in only:
+        shapes, what = (MOBILENET_BN, "MobileNetV2 BatchNorm2d x52") if kind == "bn" else (VIT_LN, "ViT LayerNorm x13")
+        if quick:
+            shapes, what, rounds = shapes[:4], what + " (quick: first 4)", 1
+        sides = {"ours": (_step(cltorch, kind, device, shapes), cltorch.cl.synchronize)}
+        if torch is not None:
+            sides.update(A.torch_sides(lambda: _step(torch, kind, None, shapes)))
+        res = A.interleaved(sides, rounds=rounds)
+        A.restore_torch_threads()
+        med = {k: statistics.median(v) * 1e3 for k, v in res.items()}
+        bt = A.best_torch(res)
+        r = A.round_ratio(res["ours"], res.get(bt)) if bt else None
+        note = f"ours on {device}; load {A.load_avg():.1f}; " + A.cpu_note()
+        rows.append(A.case(f"{what} forward+backward per step", "ms", med["ours"],
+                           {k: v for k, v in med.items() if k != "ours"}, r, f"ours/{bt} time" if bt else "",
+                           note=note))
+        line = f"{what} forward+backward per step: ours {med['ours']:.2f} ms on {device}"
+        for k in res:
+            if k != "ours":
+                line += f"; {k} {med[k]:.2f} ms"
+        out(line + "; " + note)
+    return rows
+
+
+def suite(quick=False, device="cl:0"):
+    """Rows for benchmarks/run.py."""
+    return run(device=device, quick=quick, out=lambda *a: None)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cl:0")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", nargs="*", choices=["bn", "ln"], default=["bn", "ln"])
-    ap.add_argument("--quick", action="store_true", help="smoke mode (benchmarks/run.py --quick): one round, "
-                                                          "the first 4 shapes of each model")
+    ap.add_argument("--quick", action="store_true", help="smoke mode: one round, the first 4 shapes of each model")
     args = ap.parse_args()
-    if args.quick:
-        args.rounds = 1
-    import cltorch
     print(A.describe(with_tinygrad=False))
-    torch = A.torch()
-    for kind in args.only:
-        shapes, what = (MOBILENET_BN, "MobileNetV2 BatchNorm2d x52") if kind == "bn" else (VIT_LN, "ViT LayerNorm x13")
-        if args.quick:
-            shapes, what = shapes[:4], what + " (quick: first 4)"
-        sides = {"ours": (_step(cltorch, kind, args.device, shapes), cltorch.cl.synchronize)}
-        if torch is not None:
-            sides.update(A.torch_sides(lambda: _step(torch, kind, None, shapes)))
-        res = A.interleaved(sides, rounds=args.rounds)
-        A.restore_torch_threads()
-        med = {k: statistics.median(v) * 1e3 for k, v in res.items()}
-        line = f"{what} forward+backward per step: ours {med['ours']:.2f} ms on {args.device}"
-        for k in res:
-            if k != "ours":
-                line += f"; {k} {med[k]:.2f} ms"
-        print(line + f"; load {A.load_avg():.1f}; " + A.cpu_note())
+    run(args.device, args.rounds, args.only, args.quick)
 
 
 if __name__ == "__main__":
