@@ -107,6 +107,7 @@ def test_reduction_out_argument_against_torch(device):
             with warnings.catch_warnings(record=True) as w:
                 warnings.simplefilter("always")
                 r = getattr(torch, name)(x, *dims, keepdim=False, out=o)
+            w = [m for m in w if "resized" in str(m.message)]     # not a cold kernel build's compiler output
             assert r is o and (len(w) == 1) == (shape != (0,)), (name, shape, [str(m.message) for m in w])
             ref = getattr(T, name)(xt, *dims, out=T.empty(0, dtype=getattr(T, dt)))
             assert o.dtype is getattr(torch, dt) and tuple(o.shape) == tuple(ref.shape)
