@@ -16,7 +16,7 @@ The epilogue adds E in a statement of its own after the GEMM's value is formed (
 them), so the stored value is bit-identical to the two launches. Launches inside an optimizer step's region
 are left alone.
 """
-from .pairs import fuse_pairs
+from .pairs import fuse_pairs, launch_params
 
 __all__ = ["fuse_gemm_epilogues"]
 
@@ -25,12 +25,9 @@ _INT_MAX = 2 ** 31 - 1
 
 def _gemm_info(e):
     """(params, batch, A, B, (C, c_off, c_rs, c_cs, c_bs), M, N, alpha, beta, C position) of a plain gemm_main."""
-    if e[0] != "k":
+    p = launch_params(e, "gemm.cl.mako", "gemm_main")
+    if p is None:
         return None
-    src = getattr(e[2], "_cltorch_src", None)
-    if src is None or src[0] != "gemm.cl.mako" or src[1] != "gemm_main":
-        return None
-    p = src[2]
     if p.get("c_epi") or p.get("dt") not in ("float", "double") or p.get("dt") != p.get("acc"):
         return None
     a = e[5]

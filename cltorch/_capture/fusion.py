@@ -23,7 +23,8 @@ import re
 
 import numpy as np
 
-from .trace import Trace, _is_buffer
+from .pairs import buffer_uses, launch_params
+from .trace import Trace
 
 __all__ = ["fuse", "MAX_EXPR"]
 
@@ -53,12 +54,9 @@ def _ew(e):
     """(params, operands [(kind, st, ct, value, offset, strides)], out buffer, out offset, n, frame) of an eligible
     launch; ``frame`` is None for the contiguous path, else (collapsed sizes, output strides) of the strided one
     (each tensor operand's strides are then the last item of its tuple)."""
-    if e[0] != "k":
+    p = launch_params(e, "elementwise.cl.mako", "ew")
+    if p is None:
         return None
-    src = getattr(e[2], "_cltorch_src", None)
-    if src is None or src[0] != "elementwise.cl.mako" or src[1] != "ew":
-        return None
-    p = src[2]
     rank = p.get("rank")
     if rank is None or (rank == 0 and p.get("run", 1) != 1):
         return None
@@ -113,18 +111,7 @@ def _fuse_ew(trace, live):
     in_region = set()
     for _, a, b in trace.regions:
         in_region.update(range(a, b))
-    uses = {}                       # buffer id -> entry indices using it (any role)
-    for i, e in enumerate(entries):
-        if e[0] == "k":
-            bs = [a for a in e[5] if _is_buffer(a)]
-        elif e[0] == "copy":
-            bs = [e[2], e[3]]
-        else:
-            bs = [e[2]]
-        for b in bs:
-            lst = uses.setdefault(id(b), [])
-            if not lst or lst[-1] != i:
-                lst.append(i)
+    uses = buffer_uses(entries)     # buffer id -> entry indices using it (any role)
     infos = [None if i in in_region else _ew(e) for i, e in enumerate(entries)]
     if sum(1 for x in infos if x is not None) < 2:
         return trace, {i: i for i in range(len(entries))}

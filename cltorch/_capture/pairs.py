@@ -8,7 +8,17 @@ re-derived per replay).
 """
 from .trace import Trace, _is_buffer
 
-__all__ = ["fuse_pairs", "buffer_uses"]
+__all__ = ["fuse_pairs", "buffer_uses", "launch_params"]
+
+
+def launch_params(e, template, kernel):
+    """The render parameters of trace entry ``e`` when it launches ``kernel`` of ``template``, else None."""
+    if e[0] != "k":
+        return None
+    src = getattr(e[2], "_cltorch_src", None)
+    if src is None or src[0] != template or src[1] != kernel:
+        return None
+    return src[2]
 
 
 def buffer_uses(entries):

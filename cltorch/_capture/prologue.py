@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from .pairs import fuse_pairs
+from .pairs import fuse_pairs, launch_params
 
 __all__ = ["fuse_reduction_prologues"]
 
@@ -34,12 +34,9 @@ _ARITH = re.compile(r"^(?:\s|x\d+|\d+\.?\d*(?:[eE][-+]?\d+)?f?|\.\d+(?:[eE][-+]?
 
 def _red(e, with_pro=False):
     """(params, arguments) of a one-input reduction launch (or one with a prologue, when ``with_pro``), or None."""
-    if e[0] != "k":
+    p = launch_params(e, "reduction.cl.mako", "red")
+    if p is None:
         return None
-    src = getattr(e[2], "_cltorch_src", None)
-    if src is None or src[0] != "reduction.cl.mako" or src[1] != "red":
-        return None
-    p = src[2]
     if (p.get("pro") and not with_pro) or p.get("arg_in"):
         return None
     return p, e[5]
