@@ -342,6 +342,12 @@ def _contig_w(w):
     return w if w.is_contiguous() else w.contiguous()
 
 
+def _pointwise(geom):
+    """A 1x1 convolution (one tap, stride 1, no padding): on the NCHW layout its three directions are plain GEMMs
+    over the positions, y[n] = W x[n], z[n] = W^T u[n], v = sum_n u[n] x[n]^T, with no im2col or col2im."""
+    return geom.KS == 1 and geom.launch_args()[:6] == (1, 1, 1, 0, 0, 0)
+
+
 def _gemm_conv(x, w, b, geom):
     """y = conv(x, w) + b through im2col and the GEMM."""
     rt = x._runtime()
@@ -363,7 +369,7 @@ def _gemm_conv(x, w, b, geom):
     idx = _idx_type(_span(x), y.numel() + 1)
     gemm = _gemm()
     sn, sc = x._stride[:2]
-    pointwise_1x1 = geom.KS == 1 and geom.launch_args() == (1, 1, 1, 0, 0, 0, 1, 1, 1) and _spatial_contiguous(x)
+    pointwise_1x1 = _pointwise(geom) and _spatial_contiguous(x)
     if pointwise_1x1:
         x = _aligned(x)
         sn, sc = x._stride[:2]
@@ -405,14 +411,26 @@ def _gemm_conv_t(u, w, b, geom):
     Og = O // G
     Kg = Cg * geom.KS
     P = geom.P
-    z = Tensor._empty((N, G * Cg) + geom.in_sp, u.dtype, u.device)
     w = _contig_w(w)
     if not _spatial_contiguous(u):
         u = u.contiguous()
     u = _aligned(u)
     us = u._stride
-    idx = _idx_type(_span(u), z.numel() + 1)
     gemm = _gemm()
+    if _pointwise(geom):        # z[n, g] = W_g^T u[n, g]: A = W_g^T read through its strides, batched over n
+        z = _aligned_empty((N, G * Cg) + geom.in_sp, u.dtype, u.device)
+        if b is not None:
+            from .elementwise import pointwise
+            pointwise("x0", [b.reshape(1, -1, 1, 1, 1)], z.dtype, z.dtype, out=z, shape=z._shape)
+        ubuf, wbuf, zbuf = u._storage.cl_buffer(), w._storage.cl_buffer(), z._storage.cl_buffer()
+        for g in range(G):
+            gemm(rt, Cg, P, Og, (wbuf, w._offset + g * Og * Kg, 1, Kg, 0),
+                 (ubuf, u._offset + g * Og * us[1], us[1], 1, us[0]),
+                 (zbuf, z._offset + g * Cg * P, P, 1, G * Cg * P), 1.0, 0.0 if b is None else 1.0, N, npdt)
+        _finish(rt, u, w, b, z)
+        return z
+    z = Tensor._empty((N, G * Cg) + geom.in_sp, u.dtype, u.device)
+    idx = _idx_type(_span(u), z.numel() + 1)
     tmp = _Tmp(rt)
     nb = _col_chunk(rt, N, G * Kg * P * isz)
     col = tmp(nb * G * Kg * P * isz)
@@ -454,6 +472,8 @@ def _gemm_conv_w(x, u, geom, wshape):
         pointwise("0", [], x.dtype, x.dtype, out=v, shape=v._shape)
         _finish(rt, v)
         return v
+    if _pointwise(geom):
+        return _pointwise_conv_w(rt, x, u, geom, v, npdt)
     up = u.permute(1, 0, 2, 3, 4).contiguous()     # [O, N, OD, OH, OW]: rows o, columns (n, p)
     idx = _idx_type(_span(x), up.numel() + 1)
     gemm = _gemm()
@@ -470,6 +490,35 @@ def _gemm_conv_w(x, u, geom, wshape):
                  (col, g * m * P * Kg, Kg, 1, 0), (vbuf, v._offset + g * Og * Kg, Kg, 1, 0),
                  1.0, 0.0 if n0 == 0 else 1.0, 1, npdt)
     tmp.done()
+    _finish(rt, x, u, v)
+    return v
+
+
+def _pointwise_conv_w(rt, x, u, geom, v, npdt):
+    """v = conv_w(x, u) of a 1x1 convolution: part[n, g] = u[n, g] x[n, g]^T (one GEMM batched over the images,
+    K = the positions; x^T is packed by the GEMM), then v = the sum of part over n (the reduction's fixed order).
+    v: the aligned [O, C/G, 1, 1, 1] output, filled when N == 1; returns the weight gradient (shaped as v)."""
+    G = geom.G
+    N, C = x._shape[0], x._shape[1]
+    O = u._shape[1]
+    Og, CI = O // G, C // G
+    P = geom.P
+    if not _spatial_contiguous(x):
+        x = x.contiguous()
+    if not _spatial_contiguous(u):
+        u = u.contiguous()
+    x, u = _aligned(x), _aligned(u)
+    xs, us = x._stride, u._stride
+    gemm = _gemm()
+    part = v if N == 1 else _aligned_empty((N, O, CI), x.dtype, x.device)
+    xbuf, ubuf, pbuf = x._storage.cl_buffer(), u._storage.cl_buffer(), part._storage.cl_buffer()
+    for g in range(G):
+        gemm(rt, Og, CI, P, (ubuf, u._offset + g * Og * us[1], us[1], 1, us[0]),
+             (xbuf, x._offset + g * CI * xs[1], 1, xs[1], xs[0]),
+             (pbuf, part._offset + g * Og * CI, CI, 1, O * CI), 1.0, 0.0, N, npdt)
+    if N > 1:
+        from .reduction import reduce
+        v = reduce(part, (0,), name="sum").reshape(v._shape)
     _finish(rt, x, u, v)
     return v
 
@@ -529,7 +578,7 @@ def _algo(rt, cin, cout, geom):
     if _force[0] is not None:
         return _force[0]
     prof = rt.profile
-    if prof.get_value("gemm", "local", 0):      # GPUs: local-memory GEMM tiles
+    if prof.get_value("gemm", "local", 0) or _pointwise(geom):      # GPUs: local-memory GEMM tiles
         return "gemm"
     kmax = int(prof.get_value("conv", "direct_max_k", 1024))
     comax = int(prof.get_value("conv", "direct_max_co", 128))
