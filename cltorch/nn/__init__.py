@@ -8,3 +8,11 @@ from .modules import *  # noqa: F401,F403
 from . import functional, init, utils, attention  # noqa: F401
 from . import parallel  # noqa: F401,E402
 from .parallel import DataParallel  # noqa: F401,E402
+from ._uninitialized import UninitializedParameter, UninitializedBuffer  # noqa: F401,E402
+from .modules.lazy import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: F401,E402
+                           LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
+                           LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+from .modules.sync_batchnorm import SyncBatchNorm  # noqa: F401,E402
+from .modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401,E402
+from .modules.more_layers import (Fold, LPPool1d, LPPool2d, LPPool3d, FeatureAlphaDropout,  # noqa: F401,E402
+                                  CrossMapLRN2d, NLLLoss2d)

@@ -39,6 +39,10 @@ from ._functional_more import *  # noqa: F401,F403,E402  (losses, embedding_bag,
 from . import _functional_more as _fmore  # noqa: E402
 _adopt(_fpool)
 _adopt(_fmore)
+from ._functional_extra import *  # noqa: F401,F403,E402  (fold, lp_pool*, feature_alpha_dropout, gumbel_softmax, ...)
+from ._functional_extra import cross_map_lrn2d  # noqa: F401,E402
+from . import _functional_extra as _fextra  # noqa: E402
+_adopt(_fextra)
 
 __all__ = [
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
@@ -56,7 +60,7 @@ __all__ = [
     "triplet_margin_loss", "multilabel_soft_margin_loss", "scaled_dot_product_attention",
     "multi_head_attention_forward", "pixel_shuffle", "pixel_unshuffle", "unfold", "channel_shuffle",
 ]
-__all__ += _fpool.__all__ + _fmore.__all__
+__all__ += _fpool.__all__ + _fmore.__all__ + _fextra.__all__
 
 _OPS = {}
 
