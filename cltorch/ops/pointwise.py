@@ -15,7 +15,8 @@ import math
 import re
 
 from .. import _dtype as D
-from .._dispatch import call, register, is_grad_enabled
+from .._dispatch import call, register, is_grad_enabled, _state as _grad_state
+from ..backend.runtime import DETERMINISTIC
 from .._tensor import Tensor
 from ._util import method
 from .elementwise import pointwise, plan_of, broadcast_shapes
@@ -104,8 +105,9 @@ def _binary_forward(name, expr, rule, saves=True):
         return _render(expr, cdt), (D.bool if rule == "bool" else rdt), cdt
 
     def forward(ctx, a, b, out=None):
-        # one lookup per operand signature gives the promotion and the recorded launch (elementwise's plan)
-        key = (_signature(a), _signature(b), D.get_default_dtype())
+        # one lookup per operand signature gives the promotion and the recorded launch (elementwise's plan); the
+        # deterministic flag is part of the key, as plans made in the other mode hold the other mode's kernels
+        key = (_signature(a), _signature(b), D.get_default_dtype(), DETERMINISTIC[0])
         r = resolved.get(key)
         if r is None:
             r = resolved[key] = [*resolve(a, b), None]
@@ -114,14 +116,24 @@ def _binary_forward(name, expr, rule, saves=True):
             ctx.a_scalar, ctx.b_scalar = (None if _is_t(a) else a), (None if _is_t(b) else b)
         if out is not None:
             return pointwise(r[0], [a, b], r[1], r[2], out=out)
-        if r[3] is not None:
-            res = r[3].run((a, b), None)
-            if res is not None:
-                return res
-        res = pointwise(r[0], [a, b], r[1], r[2])
-        r[3] = plan_of(r[0], [a, b], r[1], r[2])
-        return res
+        return _launch(r, (a, b))
     return forward
+
+
+def _launch(r, operands):
+    """``pointwise(*r[:3])`` on ``operands`` (a tuple) for an entry ``r = [expr, out dtype, compute dtype, plan]``
+    that its caller keeps per operand signature (see ``_signature``; the key must also hold the deterministic flag):
+    the plan elementwise recorded for that signature is kept in ``r[3]``, so a repeated call runs it without
+    elementwise's plan lookup. Returns the new output tensor."""
+    p = r[3]
+    if p is not None:
+        res = p.run(operands, None)
+        if res is not None:
+            return res
+    ops = list(operands)
+    res = pointwise(r[0], ops, r[1], r[2])
+    r[3] = plan_of(r[0], ops, r[1], r[2])
+    return res
 
 
 def _unbroadcast_none(x):
@@ -224,9 +236,18 @@ def _needs(ctx):
 
 
 def _mul_backward(ctx, g):
-    a, b = _g(ctx)
-    na, nb = _needs(ctx)
-    return (g * b if na else None), (g * a if nb else None)
+    a, b = ctx.saved_tensors
+    if a is None:
+        a = ctx.a_scalar
+    if b is None:
+        b = ctx.b_scalar
+    na, nb = ctx.needs_input_grad or (True, True)
+    if _grad_state.enabled:       # create_graph: recorded products (double backward)
+        return (g * b if na else None), (g * a if nb else None)
+    # the engine without create_graph: mul's forward itself, what ``g * b`` reaches through the public call (mul has
+    # no autocast or 16-bit widening entry and a real op's gradient is real), without the call's layers
+    f = _BINARY["mul"].forward
+    return (f(None, g, b) if na else None), (f(None, g, a) if nb else None)
 
 
 sub = defbinary("sub", "x0 - x1", backward=lambda ctx, g: (g, -g if _needs(ctx)[1] else None), saves=False)
@@ -508,11 +529,18 @@ def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=Fal
     bit-identical under FP_CONTRACT OFF): the backward launches it once instead of one kernel per operation when
     the gradient itself is not recorded (no ``create_graph``) and grad, a and out share a float32/float64 dtype,
     as PyTorch's ``tanh_backward``-style kernels do."""
+    fused = {}      # (grad, a, out) signatures and the deterministic flag -> _launch entry
+
     def bw(ctx, g):
         a, o = ctx.saved_tensors
-        if bw_expr is not None and not is_grad_enabled() and g.dtype is o.dtype and a.dtype is o.dtype and \
-                (o.dtype is D.float32 or o.dtype is D.float64):
-            return (pointwise(_render(bw_expr, o.dtype), [g, a, o], o.dtype, o.dtype),)
+        if bw_expr is not None and not _grad_state.enabled:
+            dt = o.dtype
+            if g.dtype is dt and a.dtype is dt and (dt is D.float32 or dt is D.float64):
+                key = (_signature(g), _signature(a), _signature(o), DETERMINISTIC[0])
+                r = fused.get(key)
+                if r is None:
+                    r = fused[key] = [_render(bw_expr, dt), dt, dt, None]
+                return (_launch(r, (g, a, o)),)
         return (backward(a, o, g),)
     op = register(name, _unary_forward(name, expr, rule), bw if backward is not None else None)
 
