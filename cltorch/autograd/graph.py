@@ -9,7 +9,7 @@ import sys
 import threading
 
 from .. import _dtype as D
-from .._dispatch import Ctx, is_grad_enabled, set_grad_enabled_raw, set_recorder
+from .._dispatch import Ctx, is_grad_enabled, set_grad_enabled_raw, set_recorder, _state as _grad_state
 from .._tensor import Tensor
 from ..ops.elementwise import pointwise
 
@@ -111,7 +111,7 @@ class Node:
                                "freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you "
                                "need to backward through the graph a second time or if you need to access saved "
                                "tensors after calling backward.")
-        if ctx.saved_outputs is not None and is_grad_enabled():
+        if ctx.saved_outputs is not None and _grad_state.enabled:
             res = self._backward_recording(ctx, grads)
         else:
             res = self.op.backward(ctx, *grads)
@@ -197,20 +197,20 @@ def _edge(t):
 
 def record(op, ctx, args, out):
     """Called by the dispatcher after a forward ran with recording off: attach a Node to the outputs."""
-    edges = []
+    edges, needs = [], []
     for a in args:      # the common case first: every positional argument is one tensor
         if not isinstance(a, Tensor):
             edges = None
             break
         if not a._requires_grad:
             edges.append(None)
-        elif a.grad_fn is not None:
-            edges.append((a.grad_fn, a._output_nr))
+            needs.append(False)
         else:
-            edges.append(_edge(a))
+            edges.append((a.grad_fn, a._output_nr) if a.grad_fn is not None else _edge(a))
+            needs.append(True)
     if edges is not None:
         structure = None
-        ctx.needs_input_grad = tuple([e is not None for e in edges])
+        ctx.needs_input_grad = tuple(needs)
     else:
         edges, structure, needs = [], [], []
         for a in args:
@@ -530,8 +530,12 @@ def _grad_for_leaf(g):
     """
     if sys.getrefcount(g) <= 3 and g._offset == 0 and g.numel() == g._storage.size and g.is_contiguous():
         base = g._base
-        if (sys.getrefcount(g._storage) <= 2) if base is None else \
-                (sys.getrefcount(base) <= 3 and sys.getrefcount(g._storage) <= 3):   # base: g._base, local, argument
+        if base is None:
+            if sys.getrefcount(g._storage) <= 2:
+                # a tensor the engine's kernels made (never recorded, no hooks): kept itself, else a new one
+                return g if g.grad_fn is None and not g._requires_grad and not g.__dict__ else \
+                    Tensor._make(g._storage, g._shape)
+        elif sys.getrefcount(base) <= 3 and sys.getrefcount(g._storage) <= 3:   # base: g._base, local, argument
             return Tensor._make(g._storage, g._shape)
     if g.is_contiguous() and g.dtype._kind == 2 and g.dtype is not D.float16:
         # clone's result for a contiguous g, as one elementwise copy: on cpu it queues behind the kernels that made g
