@@ -32,8 +32,17 @@
 ## the same terms in the same order; the preamble's FP_CONTRACT OFF keeps products unfused, and in deterministic
 ## mode the accumulators are volatile (Intel's CPU compiler otherwise vectorises, and so reassociates, such loops).
 ##
+## Rows read with unit stride take a compiled path when the host passes the taps' offsets along W (fwo for dw_fwd:
+## stride fws and offsets j*dw - pw; bwo for dw_bwd_input: per stride phase f the taps (j, (f + pw - j*dw)/sw) that
+## reach it): the mr outputs of a
+## row then need the input elements at fws*r + offset, which are loaded once per input row (fws vectors of mr
+## elements, one vector load each inside the row, plus the few elements just outside them, zero in the padding)
+## and every tap's vector is a fixed selection of their lanes. The taps add in the same order as the general
+## path, so which path ran never changes a result.
+##
 ## Template parameters: dt ("float" or "double"), idx ("int" or "long": the index type), mr (outputs per
-## work-item of dw_fwd and dw_bwd_input: 1, 2, 4, 8 or 16).
+## work-item of dw_fwd and dw_bwd_input: 1, 2, 4, 8 or 16), fwo / bwo (None, or the W offsets of the taps as a
+## tuple) and fws (the forward stride along W the offsets are for).
 <%namespace name="c" file="common.cl.mako"/>
 ${c.preamble((dt,))}
 <%
@@ -50,29 +59,71 @@ ${c.preamble((dt,))}
     def lane(v, r, n):
         return v if n == 1 else "%s.s%s" % (v, lanes[r])
 %>
+## acc += w[j] * (the mr elements ptr[x0 + SW*r + o], r < mr; zero outside [0, L)) for each tap (j, o) of taps in
+## order: the elements are loaded once (SW vectors from x0 and the used ones outside them), the taps select lanes.
+<%def name="row_taps(ptr, x0, L, taps, SW, wr, acc)">
+<%
+    NC = SW * R
+    used = sorted({SW * r + o for j, o in taps for r in range(R)})
+    edges = [E for E in used if E < 0 or E >= NC]
+    def nm(E):
+        if 0 <= E < NC:
+            k, l = divmod(E, R)
+            return "c%d" % k if R == 1 else "c%d.s%s" % (k, lanes[l])
+        return ("em%d" % -E) if E < 0 else ("ep%d" % E)
+%>
+                {
+                    ${VT} ${", ".join("c%d" % k for k in range(SW))};
+                    if (${x0} + ${NC} <= ${L}) {
+% for k in range(SW):
+                        c${k} = ${vload(R, "%s + %s + %d" % (ptr, x0, k * R))};
+% endfor
+                    } else {
+% for k in range(SW):
+                        c${k} = ${vec(["(%s + %d < %s ? %s[min(%s + %d, %s - 1)] : (%s)0)" % (x0, k * R + r, L, ptr, x0, k * R + r, L, dt) for r in range(R)], R, VT)};
+% endfor
+                    }
+% for E in edges:
+                    ${dt} ${nm(E)} = (${x0} + (${E}) >= 0 && ${x0} + (${E}) < ${L}) ? ${ptr}[clamp(${x0} + (${E}), 0, ${L} - 1)] : (${dt})0;
+% endfor
+% for j, o in taps:
+                    ${acc} += ${wr}[(I)${j} * w_sw] * ${vec([nm(SW * r + o) for r in range(R)], R, VT)};
+% endfor
+                }
+</%def>
 typedef ${idx} I;
 
-// Forward: y [N, C*M, OD, OH, OW] contiguous at y_off. Range (Q = OD*OH*NWB rounded up, C*M, N): q = row*NWB + wb,
-// row = od*OH + oh, the work-item's outputs ow = wb*${R} + r (r < ${R}). w element (oc, e, i, j) at
+// Forward: y [N, C*M, OD, OH, OW] contiguous at y_off. One launch dimension over N*C*M*Q work-items (rounded up;
+// NB = N), gid = (n*C*M + oc)*Q + q, so a work-group spans channels and images of small maps; q = rb*NWB + wb:
+// the work-item computes rows row = rb*RH .. rb*RH + RH - 1 (row = od*OH + oh, below OD*OH), outputs
+// ow = wb*${R} + r (r < ${R}) of each (RH rows a work-item amortise its set-up). w element (oc, e, i, j) at
 // w_off + oc*w_so + e*w_sd + i*w_sh + j*w_sw; input channel c = oc / M.
 __kernel void dw_fwd(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sd, I x_sh, I x_sw,
                      __global const ${dt}* Wt, I w_off, I w_so, I w_sd, I w_sh, I w_sw,
                      __global const ${dt}* B, I b_off, I b_st, int has_bias,
                      __global ${dt}* Y, I y_off,
                      int C, int M, int D, int H, int W, int OD, int OH, int OW, int KD, int KH, int KW,
-                     int sd, int sh, int sw, int pd, int ph, int pw, int dd, int dh, int dw, int NWB, int Q)
+                     int sd, int sh, int sw, int pd, int ph, int pw, int dd, int dh, int dw, int NWB, int Q, int NB,
+                     int RH)
 {
-    int q = get_global_id(0), oc = get_global_id(1), n = get_global_id(2);
-    if (q >= Q) return;
-    int row = q / NWB, wb = q - row * NWB;
-    int od = row / OH, oh = row - od * OH;
+    I gid = get_global_id(0);
+    if (gid >= (I)Q * (C * M) * NB) return;
+    I nc = gid / Q;
+    int q = (int)(gid - nc * Q);
+    int n = (int)(nc / (C * M)), oc = (int)(nc - (I)n * (C * M));
+    int rb = q / NWB, wb = q - rb * NWB;
     int ow0 = wb * ${R}, c = oc / M;
     int CM = C * M;
     __global const ${dt}* xb = X + x_off + (I)n * x_sn + (I)c * x_sc;
     __global const ${dt}* wb_ = Wt + w_off + (I)oc * w_so;
-    ${VOL}${VT} acc = (${VT})(has_bias ? B[b_off + (I)oc * b_st] : (${dt})0);
-    int d0 = od * sd - pd, h0 = oh * sh - ph, w0 = ow0 * sw - pw;
+    ${dt} bias = has_bias ? B[b_off + (I)oc * b_st] : (${dt})0;
     int unit = x_sw == 1 && sw == 1;
+    int w0 = ow0 * sw - pw;
+    int rend = min(rb * RH + RH, OD * OH);
+    for (int row = rb * RH; row < rend; row++) {
+    int od = row / OH, oh = row - od * OH;
+    ${VOL}${VT} acc = (${VT})bias;
+    int d0 = od * sd - pd, h0 = oh * sh - ph;
     for (int e = 0; e < KD; e++) {
         int id = d0 + e * dd;
         if (id < 0 || id >= D) continue;
@@ -81,6 +132,9 @@ __kernel void dw_fwd(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sd, I
             if (ih < 0 || ih >= H) continue;
             __global const ${dt}* xr = xb + (I)id * x_sd + (I)ih * x_sh;
             __global const ${dt}* wr = wb_ + (I)e * w_sd + (I)i * w_sh;
+% if fwo is not None:
+            ${row_taps("xr", "ow0 * %d" % fws, "W", list(enumerate(fwo)), fws, "wr", "acc")}
+% else:
             for (int j = 0; j < KW; j++) {
                 ${dt} wv = wr[(I)j * w_sw];
                 int base = w0 + j * dw;
@@ -98,6 +152,7 @@ __kernel void dw_fwd(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sd, I
                 }
                 acc += wv * xv;
             }
+% endif
         }
     }
     __global ${dt}* yr = Y + y_off + ((I)n * CM + oc) * (OD * OH * OW) + (I)row * OW + ow0;
@@ -111,29 +166,38 @@ __kernel void dw_fwd(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sd, I
 % endfor
     }
 % endif
+    }
 }
 
 // Adjoint in x: z [N, C, D, H, W] contiguous at z_off from u [N, C*M, OD, OH, OW] (read through its strides).
 // Positions are split by phase (w + pw) mod sw: the work-item's ${R} outputs are w = f + sw*(wb*${R} + r) of one
 // row and one phase f, so a tap j either reaches none of them or reads ${R} consecutive u elements
-// ow = (f + pw - j*dw)/sw + wb*${R} + r. Range (Q = D*H*sw*NWB rounded up, C, N): q = (row*sw + f)*NWB + wb,
-// row = d*H + h. b (has_bias): one value per channel c.
+// ow = (f + pw - j*dw)/sw + wb*${R} + r. One launch dimension over N*C*Q work-items (rounded up; NB = N),
+// gid = (n*C + c)*Q + q, q = (rb*sw + f)*NWB + wb: the work-item computes rows row = rb*RH .. rb*RH + RH - 1
+// (row = d*H + h, below D*H). b (has_bias): one value per channel c.
 __kernel void dw_bwd_input(__global const ${dt}* U, I u_off, I u_sn, I u_sc, I u_sd, I u_sh, I u_sw,
                            __global const ${dt}* Wt, I w_off, I w_so, I w_sd, I w_sh, I w_sw,
                            __global const ${dt}* B, I b_off, I b_st, int has_bias,
                            __global ${dt}* Z, I z_off,
                            int C, int M, int D, int H, int W, int OD, int OH, int OW, int KD, int KH, int KW,
-                           int sd, int sh, int sw, int pd, int ph, int pw, int dd, int dh, int dw, int NWB, int Q)
+                           int sd, int sh, int sw, int pd, int ph, int pw, int dd, int dh, int dw, int NWB, int Q, int NB,
+                           int RH)
 {
-    int q = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
-    if (q >= Q) return;
+    I gid = get_global_id(0);
+    if (gid >= (I)Q * C * NB) return;
+    I nc = gid / Q;
+    int q = (int)(gid - nc * Q);
+    int n = (int)(nc / C), c = (int)(nc - (I)n * C);
     int rf = q / NWB, wb = q - rf * NWB;
-    int row = rf / sw, f = rf - row * sw;
-    int d = row / H, h = row - d * H;
+    int rb = rf / sw, f = rf - rb * sw;
     int w0 = f + sw * wb * ${R};
     if (w0 >= W) return;
-    ${VOL}${VT} acc = (${VT})(has_bias ? B[b_off + (I)c * b_st] : (${dt})0);
+    ${dt} bias = has_bias ? B[b_off + (I)c * b_st] : (${dt})0;
     int unit = u_sw == 1;
+    int rend = min(rb * RH + RH, D * H);
+    for (int row = rb * RH; row < rend; row++) {
+    int d = row / H, h = row - d * H;
+    ${VOL}${VT} acc = (${VT})bias;
     for (int m = 0; m < M; m++) {
         int oc = c * M + m;
         __global const ${dt}* ub = U + u_off + (I)n * u_sn + (I)oc * u_sc;
@@ -148,6 +212,11 @@ __kernel void dw_bwd_input(__global const ${dt}* U, I u_off, I u_sn, I u_sc, I u
                 if (th < 0 || oh * sh != th || oh >= OH) continue;
                 __global const ${dt}* ur = ub + (I)od * u_sd + (I)oh * u_sh;
                 __global const ${dt}* wr = wb_ + (I)e * w_sd + (I)i * w_sh;
+% if bwo is not None:
+% for f_, taps in enumerate(bwo):
+                ${"if" if f_ == 0 else "else if"} (f == ${f_}) ${row_taps("ur", "wb * %d" % R, "OW", taps, 1, "wr", "acc")}
+% endfor
+% else:
                 for (int j = 0; j < KW; j++) {
                     int tb = f + pw - j * dw;
                     int qo = floordiv_i(tb, sw);
@@ -167,6 +236,7 @@ __kernel void dw_bwd_input(__global const ${dt}* U, I u_off, I u_sn, I u_sc, I u
                     }
                     acc += wv * uv;
                 }
+% endif
             }
         }
     }
@@ -181,6 +251,7 @@ __kernel void dw_bwd_input(__global const ${dt}* U, I u_off, I u_sn, I u_sc, I u
 % endfor
     }
 % endif
+    }
 }
 
 // Weight-gradient partial sums: part[(oc*T + t)*NBLK + blk] = the sum over the rows (n, od, oh) of block blk

@@ -222,3 +222,41 @@ def test_weight_gradient_does_not_depend_on_work_group_sizes(device, monkeypatch
     tw = T.zeros((8, 1, 3, 3), dtype=T.float64, requires_grad=True)
     T.nn.functional.conv2d(T.tensor(x), tw, None, 1, 1, 1, 8).backward(T.tensor(g))
     np.testing.assert_allclose(gw0, tw.grad.numpy(), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_forward_and_input_gradient_bits_do_not_depend_on_path_or_blocking(device, monkeypatch, stride):
+    """The compiled row path (unit-stride rows) and the general path (rows read through a stride), and other
+    outputs / rows per work-item and work-group sizes, give the same bits for the output and the input
+    gradient (every lane adds its taps in one order)."""
+    rng = np.random.default_rng(21 + stride)
+    xn = rng.standard_normal((3, 5, 11, 13)).astype(np.float32)
+    wn = rng.standard_normal((5, 1, 3, 3)).astype(np.float32)
+    oh, ow = (11 - 1) // stride + 1, (13 - 1) // stride + 1
+    gn = rng.standard_normal((3, 5, oh, ow)).astype(np.float32)
+
+    def run(strided):
+        def spread(a):        # the same values with W stride 2 (a view of a wider tensor): the general path
+            big = np.zeros(a.shape[:3] + (2 * a.shape[3],), np.float32)
+            big[..., ::2] = a
+            return _ct(big, device)[..., ::2]
+        x = (spread(xn) if strided else _ct(xn, device)).detach().requires_grad_(True)
+        g = spread(gn) if strided else _ct(gn, device)
+        y = torch.nn.functional.conv2d(x, _ct(wn, device), None, stride, 1, 1, 5)
+        y.backward(g)
+        return _np(y).copy(), _np(x.grad).copy()
+    y0, gx0 = run(False)
+    ty = T.nn.functional.conv2d(T.tensor(xn, dtype=T.float64), T.tensor(wn, dtype=T.float64), None, stride, 1, 1, 5)
+    np.testing.assert_allclose(y0, ty.numpy(), rtol=1e-5, atol=1e-5)
+    y1, gx1 = run(True)
+    assert y1.tobytes() == y0.tobytes() and gx1.tobytes() == gx0.tobytes()
+    rt = torch.empty(1, device=device)._runtime()
+    orig = rt.profile.get_value
+
+    def other(section, key, default=None):
+        if section == "conv" and key in ("dw_local", "dw_mr", "dw_rows"):
+            return {"dw_local": 5, "dw_mr": 2, "dw_rows": 3}[key]
+        return orig(section, key, default)
+    monkeypatch.setattr(rt.profile, "get_value", other)
+    y2, gx2 = run(False)
+    assert y2.tobytes() == y0.tobytes() and gx2.tobytes() == gx0.tobytes()

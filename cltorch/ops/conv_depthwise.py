@@ -3,13 +3,15 @@ channel (the channel multiplier). ``cltorch/ops/conv.py``'s three ops (``conv``,
 such geometries here (:func:`eligible`); everything else about them (argument checks, the 3-d lift, autograd,
 16-bit through float32) stays in conv.py.
 
-The kernels (``cl_kernels/conv_depthwise.cl.mako``) compute one output element per work-item and read their
-operands through strides, so no weight reordering, im2col matrix or contiguous copy is made. The weight (and
+The kernels (``cl_kernels/conv_depthwise.cl.mako``) compute ``dw_mr`` outputs of ``dw_rows`` rows per work-item
+and read their operands through strides, so no weight reordering, im2col matrix or contiguous copy is made; rows
+read with unit stride use a compiled path whose taps select lanes of vectors loaded once per input row. The weight (and
 bias) gradient is a two-pass reduction whose summation order depends only on the shapes: blocks of about 256
 terms (whole output rows) summed in order, then the block sums in chunks of 256. It is therefore the same on
 every device and work-group size (deterministic mode's cross-vendor bit-identity holds).
 
-Profile keys (``[conv]``): ``dw_local`` (work-items per group along the output positions, default 64),
+Profile keys (``[conv]``): ``dw_local`` (work-items per group of the one-dimensional forward and input-gradient
+launches, default 64), ``dw_mr`` (outputs along a row per work-item), ``dw_rows`` (rows per work-item, default 1),
 ``dw_wgrad_local`` (along the taps of the weight gradient, default 16) and ``depthwise_max_mult`` (the largest
 channel multiplier sent here, default 8; 3 in ``cpu.toml``, measured: from a multiplier of 4 on, PoCL's
 register-blocked direct kernels are as fast or faster).
@@ -32,24 +34,49 @@ def eligible(rt, geom, cin_per_group, mult):
     return mult <= int(rt.profile.get_value("conv", "depthwise_max_mult", 8))
 
 
-def _kernel(rt, dt, idx, name, mr=1):
+def _kernel(rt, dt, idx, name, mr=1, fwo=None, fws=1, bwo=None):
     I = np.int64 if idx == "long" else np.int32
     i32 = np.int32
     if name in ("dw_fwd", "dw_bwd_input"):
-        types = [None] + [I] * 6 + [None] + [I] * 5 + [None, I, I, i32, None, I] + [i32] * 22
+        types = [None] + [I] * 6 + [None] + [I] * 5 + [None, I, I, i32, None, I] + [i32] * 24
     elif name == "dw_wgrad_part":
         types = [None] + [I] * 6 + [None] + [I] * 6 + [None] + [i32] * 24
     else:
         types = [None, None, I, None, I, I] + [i32] * 4
-    return rt.kernel(_TEMPLATE, name, types, dt=dt, idx=idx, mr=mr)
+    return rt.kernel(_TEMPLATE, name, types, dt=dt, idx=idx, mr=mr, fwo=fwo, fws=fws, bwo=bwo)
 
 
-def _mr(rt):
-    """Outputs per work-item of dw_fwd / dw_bwd_input (``[conv] dw_mr``: 8 on CPU devices, 1 on GPUs)."""
+_MAX_SPEC_KW = 7        # the compiled row path (see the template) for kernels up to this wide, strides 1 and 2
+
+
+def _offsets(geom, unit_row, forward):
+    """The taps' W offsets for the template's compiled row path, or None for the general path (rows not read with
+    unit stride, kernels wider than 7, strides above 2). Forward: (j*dw - pw for each tap j); the input gradient:
+    for each stride phase f, the taps (j, (f + pw - j*dw) / sw) whose division is exact, in order of j."""
+    sw, pw, dw, KW = geom[3], geom[6], geom[9], geom.KW
+    if not unit_row or KW > _MAX_SPEC_KW or sw > 2:
+        return None
+    if forward:
+        return tuple(j * dw - pw for j in range(KW))
+    return tuple(tuple((j, (f + pw - j * dw) // sw) for j in range(KW) if (f + pw - j * dw) % sw == 0)
+                 for f in range(sw))
+
+
+def _mr(rt, row):
+    """Outputs per work-item of dw_fwd / dw_bwd_input for rows of ``row`` outputs: ``[conv] dw_mr`` (8 on CPU
+    devices, 1 on GPUs), lowered to the smallest power of two covering the row (a 4-wide map takes 4 lanes, not 8
+    of which half idle). mr never changes a result (every lane adds its taps in the same order)."""
     mr = int(rt.profile.get_value("conv", "dw_mr", 8))
     if mr not in (1, 2, 4, 8, 16):
         raise ValueError(f"profile value [conv] dw_mr must be 1, 2, 4, 8 or 16, got {mr}")
+    while mr > 1 and mr // 2 >= row:
+        mr //= 2
     return mr
+
+
+def _rows(rt, rows):
+    """Rows per work-item of dw_fwd / dw_bwd_input (``[conv] dw_rows``, default 1; at most ``rows``)."""
+    return max(1, min(int(rt.profile.get_value("conv", "dw_rows", 1)), rows))
 
 
 def _local(rt, key, default, n):
@@ -81,14 +108,17 @@ def forward(x, w, b, geom):
     y = Tensor._empty((N, CM) + geom.out_sp, x.dtype, x.device)
     dt = _dtname(x)
     idx = _idx_type(_span(x), _span(w), y.numel() + 1)
-    mr = _mr(rt)
-    k = _kernel(rt, dt, idx, "dw_fwd", mr)
+    mr = _mr(rt, geom.OW)
+    fwo = _offsets(geom, x._stride[4] == 1 or geom.W == 1, True)
+    k = _kernel(rt, dt, idx, "dw_fwd", mr, fwo=fwo, fws=geom[3] if fwo else 1)
     nwb = -(-geom.OW // mr)
-    Q = geom.OD * geom.OH * nwb
-    lx = _local(rt, "dw_local", 64, Q)
-    rt.launch(k, (_round_up(Q, lx), CM, N), (lx, 1, 1), x._storage.cl_buffer(), x._offset, *x._stride,
+    rh = _rows(rt, geom.OD * geom.OH)
+    Q = -(-(geom.OD * geom.OH) // rh) * nwb
+    n = Q * CM * N
+    lx = _local(rt, "dw_local", 64, n)
+    rt.launch(k, (_round_up(n, lx),), (lx,), x._storage.cl_buffer(), x._offset, *x._stride,
               w._storage.cl_buffer(), *_wstrides(w), *_bias_args(b, w), y._storage.cl_buffer(), y._offset,
-              C, CM // C, *geom.sizes(), *geom.launch_args(), nwb, Q)
+              C, CM // C, *geom.sizes(), *geom.launch_args(), nwb, Q, N, rh)
     _finish(rt, x, w, b, y)
     return y
 
@@ -103,15 +133,17 @@ def transposed(u, w, b, geom):
     z = Tensor._empty((N, C) + geom.in_sp, u.dtype, u.device)
     dt = _dtname(u)
     idx = _idx_type(_span(u), _span(w), z.numel() + 1)
-    mr = _mr(rt)
-    k = _kernel(rt, dt, idx, "dw_bwd_input", mr)
     sw = geom[3]
+    mr = _mr(rt, -(-geom.W // sw))
+    k = _kernel(rt, dt, idx, "dw_bwd_input", mr, bwo=_offsets(geom, u._stride[4] == 1 or geom.OW == 1, False))
     nwb = -(-(-(-geom.W // sw)) // mr)          # work-items per phase of a row (positions split by w mod sw)
-    Q = geom.D * geom.H * sw * nwb
-    lx = _local(rt, "dw_local", 64, Q)
-    rt.launch(k, (_round_up(Q, lx), C, N), (lx, 1, 1), u._storage.cl_buffer(), u._offset, *u._stride,
+    rh = _rows(rt, geom.D * geom.H)
+    Q = -(-(geom.D * geom.H) // rh) * sw * nwb
+    n = Q * C * N
+    lx = _local(rt, "dw_local", 64, n)
+    rt.launch(k, (_round_up(n, lx),), (lx,), u._storage.cl_buffer(), u._offset, *u._stride,
               w._storage.cl_buffer(), *_wstrides(w), *_bias_args(b, w), z._storage.cl_buffer(), z._offset,
-              C, CM // C, *geom.sizes(), *geom.launch_args(), nwb, Q)
+              C, CM // C, *geom.sizes(), *geom.launch_args(), nwb, Q, N, rh)
     _finish(rt, u, w, b, z)
     return z
 
