@@ -13,7 +13,10 @@ Each row's note reads it against the launch floor (issue 16): the row's kernel l
 times a bare pyopencl launch of the 1,000-element add with a pooled output, measured in the same run as
 ``benchmarks/bench_launch_floor.py`` does (batch plus finish), so "ours = floor + X" is the host overhead above it.
 
-    python benchmarks/bench_autograd.py [--device cl:0] [--rounds 5] [--quick] [--profile]
+``--parts`` prints where the host time of the recorded add and of the chain's backward goes (``parts()``): each part
+timed on its own, Python only (the runtime's launch a no-op while they run), next to the real bare launch.
+
+    python benchmarks/bench_autograd.py [--device cl:0] [--rounds 5] [--quick] [--profile] [--parts]
 """
 import argparse
 import sys
@@ -135,6 +138,139 @@ def _launches(fn):
     return n[0]
 
 
+def _t(fn, n, reps=15, sync=None):
+    """Microseconds per call of ``fn``: the minimum over ``reps`` batches of ``n`` (the least disturbed batch on a
+    shared machine). Process CPU time, so waiting for a core on a loaded machine is not counted; with ``sync``
+    (called around each batch), wall time, which counts the driver's threads too."""
+    import time
+    clock = time.perf_counter if sync else time.process_time
+    best = None
+    for _ in range(reps):
+        if sync:
+            sync()
+        t0 = clock()
+        for _ in range(n):
+            fn()
+        if sync:
+            sync()
+        t = (clock() - t0) / n * 1e6
+        best = t if best is None else min(best, t)
+    return best
+
+
+def parts(device="cl:0", out=print, rounds=3):
+    """The host time of ``add, recording`` and of ``backward only`` split by part, in us (see the module's doc).
+    Returns {part: us}. Parts are timed alone, so the sums do not match the whole exactly (caches, branch history)."""
+    import cltorch
+    from cltorch import _dispatch as Dp
+    from cltorch._storage import Storage
+    from cltorch.autograd import graph as G
+    from cltorch.ops import elementwise as E
+    sides = _make(cltorch, device)
+    dev = cltorch.device(device)
+    a = cltorch.ones(N, requires_grad=True, device=dev)
+    b, c, g, acc = (cltorch.ones(N, device=dev) for _ in range(4))
+    for _ in range(3):
+        sides["chain"]()
+        sides["backward"]()
+        a + b, b + c, g * b, g.tanh()
+    sync = cltorch.cl.synchronize
+    plan = E.plan_of("x0 + x1", [b, c], b.dtype, b.dtype)
+    o = b + c
+    rt = b._storage.runtime()
+    launch = rt.launch
+    args = (o._storage.buf, o._offset, b._storage.buf, 0, c._storage.buf, 0, *plan.tail)
+    r = {"launch (real: rt.launch of the add's kernel, queued)": _t(lambda: launch(plan.kernel, plan.gs, plan.ls, *args),
+                                                                    2000, sync=sync)}
+    sync()
+    mctx = Dp.Ctx("mul")
+    mctx.save_for_backward(g, b)
+    mctx.a_scalar = mctx.b_scalar = None
+    mctx.needs_input_grad = (True, True)
+    tctx = Dp.Ctx("tanh")
+    tctx.save_for_backward(g, g.tanh())
+    sync()
+    rt.launch = lambda *x: None     # Python only from here
+    t = {}
+    try:
+        for _ in range(rounds):     # rounds over all parts, the minimum of each kept: the parts alternate
+            _min_into(t, _python_parts(cltorch, Dp, G, Storage, sides, plan, a, b, c, g, acc, o, mctx, tctx, dev))
+    finally:
+        del rt.launch
+    sync()
+    r.update({
+        "add rec: dispatch layers (public call, call, _call)": t["public b + c"] - t["add forward"],
+        "add rec: dtype rule + plan lookup (forward's signature key)": t["add forward"] - t["plan.run"],
+        "add rec: output construction (Storage.empty + Tensor._make)": t["output"],
+        "add rec: plan.run's arguments and launch call, less the output": t["plan.run"] - t["output"],
+        "add rec: Ctx": t["Ctx"],
+        "add rec: record (edges, Node, output metadata)": t["Ctx+record"] - t["Ctx"],
+        "add rec: whole, Python only": t["a + b"],
+        "bwd: engine loop, per node (chain of pass-through nodes)": t["engine"],
+        "bwd: saved_tensors with version checks (2 tensors)": t["saved"],
+        "bwd: mul derivative above its 2 forwards": t["mul bw"] - 2 * t["mul fwd"],
+        "bwd: tanh fused derivative above plan.run": t["tanh bw"] - t["plan.run"],
+        "bwd: accumulation into .grad above plan.run": t["add_into"] - t["plan.run"],
+        "bwd: one launch's Python (plan.run)": t["plan.run"],
+        "bwd: whole, Python only, per forward op": t["bwd"],
+        "fwd: tanh, Python only (its forward has no kept plan)": t["tanh"],
+        "fwd: mul recording, Python only": t["mul rec"],
+    })
+    for k, v in r.items():
+        out(f"{k}: {v:.2f} us")
+    return r
+
+
+def _min_into(t, new):
+    for k, v in new.items():
+        t[k] = min(v, t.get(k, v))
+
+
+def _python_parts(cltorch, Dp, G, Storage, sides, plan, a, b, c, g, acc, o, mctx, tctx, dev):
+    """One round of parts() timings, the runtime's launch already a no-op."""
+    add, mul, tanh = Dp.REGISTRY["add"], Dp.REGISTRY["mul"], Dp.REGISTRY["tanh"]
+
+    def rec():
+        G.record(add, Dp.Ctx("add"), (a, b), o)
+    t = {"public b + c": _t(lambda: b + c, 3000), "add forward": _t(lambda: add.forward(None, b, c), 3000),
+         "plan.run": _t(lambda: plan.run((b, c), None), 3000),
+         "output": _t(lambda: cltorch.Tensor._make(Storage.empty(N, b.dtype, dev, for_kernel=True), (N,), (1,)),
+                      3000),
+         "Ctx": _t(lambda: Dp.Ctx("add"), 3000), "Ctx+record": _t(rec, 3000), "a + b": _t(lambda: a + b, 3000),
+         "tanh": _t(lambda: b.tanh(), 3000), "mul rec": _t(lambda: a * b, 3000)}
+    prev = Dp.set_grad_enabled_raw(False)
+    try:
+        t.update({"saved": _t(lambda: mctx.saved_tensors, 3000), "mul fwd": _t(lambda: mul.forward(None, g, b), 3000),
+                  "mul bw": _t(lambda: mul.backward(mctx, g), 3000),
+                  "tanh bw": _t(lambda: tanh.backward(tctx, g), 3000),
+                  "add_into": _t(lambda: G._add_into(acc, g), 3000)})
+    finally:
+        Dp.set_grad_enabled_raw(prev)
+    t["bwd"] = _t(sides["backward"], 30) / OPS
+    t["engine"] = _engine_per_node(cltorch, Dp, G)
+    return t
+
+
+def _engine_per_node(cltorch, Dp, G, n=300):
+    """us per node of the engine over a chain of ``n`` nodes whose derivative hands the gradient on (no kernels)."""
+    op = Dp.Op("pass_through", None, lambda ctx, g: (g,))
+    leaf = cltorch.ones(10, requires_grad=True)
+    meta = [((10,), leaf.dtype, leaf.device)]
+    prev = G._edge(leaf)
+    for _ in range(n):
+        ctx = Dp.Ctx("pass_through")
+        ctx.save_for_backward()
+        prev = (G.Node(op, ctx, [prev], None, meta), 0)
+    root = cltorch.ones(10)
+    root._requires_grad, root.grad_fn = True, prev[0]
+    g0 = cltorch.ones(10)
+
+    def run():
+        leaf.grad = None
+        G.run_backward([root], [g0], retain_graph=True)
+    return _t(run, 20) / (n + 1)
+
+
 def suite(quick=False, device="cl:0"):
     """Rows for benchmarks/run.py."""
     return run(quick=quick, device=device)
@@ -146,7 +282,11 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--parts", action="store_true", help="the host time split by part (Python only), then exit")
     a = ap.parse_args(argv)
+    if a.parts:
+        parts(a.device)
+        return
     print(A.describe(with_tinygrad=False))   # tinygrad points OCL_ICD_VENDORS at pip's PoCL, hiding our devices
     for r in run(a.quick, a.device, a.rounds, a.profile):
         anc = ", ".join(f"{k} {v:.1f}" for k, v in r["anchors"].items())
