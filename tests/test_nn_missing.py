@@ -335,7 +335,7 @@ def test_gumbel_softmax(device):
     assert counts.max() < 64
 
 
-def test_conv_tbc_and_index_aliases(device):
+def test_conv_tbc_and_aliases(device):
     x, w, b = rnd(7, 2, 3), rnd(3, 3, 4, seed=1), rnd(4, seed=2)
     ti, ci = [tt(a, True) for a in (x, w, b)], [c(a, device, True) for a in (x, w, b)]
     to, co = T.conv_tbc(*ti, 1), F.conv_tbc(*ci, 1)
@@ -348,6 +348,8 @@ def test_conv_tbc_and_index_aliases(device):
     tv, ti_ = T.nn.functional.max_pool1d_with_indices(tt(rnd(2, 3, 8)), 2, return_indices=True)
     close(v, tv)
     np.testing.assert_array_equal(to_np(i), ti_.numpy())
+    x = rnd(2, 6, 3, 2)
+    close(F.native_channel_shuffle(c(x, device), 3), T.nn.functional.native_channel_shuffle(tt(x), 3), rtol=0, atol=0)
     v, i = F.adaptive_max_pool2d_with_indices(c(rnd(2, 3, 6, 6), device), 3)
     tv, ti_ = T.nn.functional.adaptive_max_pool2d_with_indices(tt(rnd(2, 3, 6, 6)), 3, return_indices=True)
     close(v, tv)

@@ -7,7 +7,7 @@ import numpy as np
 import cltorch as torch
 
 __all__ = ["fold", "lp_pool1d", "lp_pool2d", "lp_pool3d", "feature_alpha_dropout", "gumbel_softmax", "conv_tbc",
-           "max_pool1d_with_indices", "adaptive_max_pool2d_with_indices"]
+           "max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "native_channel_shuffle"]
 
 
 def _F():
@@ -153,6 +153,11 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):  # noqa: A002
     """``adaptive_max_pool2d(..., return_indices=True)``: (values, indices)."""
     return _F().adaptive_max_pool2d(input, output_size, True)
+
+
+def native_channel_shuffle(input, groups):  # noqa: A002
+    """``channel_shuffle(input, groups)`` (PyTorch's native entry point): (N, C, *) with C divisible by groups."""
+    return _F().channel_shuffle(input, groups)
 
 
 def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
