@@ -17,7 +17,7 @@ import cltorch as torch
 import cltorch.nn as nn
 import cltorch.nn.functional as F
 
-from conftest import DEVICES, to_np
+from conftest import to_np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -129,9 +129,9 @@ class SyncBatchNorm(_BatchNorm):
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):
-        """Replace every batch norm (``BatchNorm1d/2d/3d``, ``SyncBatchNorm``) in ``module`` (recursively) by a SyncBatchNorm sharing its
-        parameters and buffers (the same tensors) and training flag. Returns the module, or the new layer when
-        ``module`` itself is a batch norm."""
+        """Replace every batch norm (``BatchNorm1d/2d/3d``, ``SyncBatchNorm``) in ``module`` (recursively) by a
+        SyncBatchNorm sharing its parameters and buffers (the same tensors) and training flag. Returns the module,
+        or the new layer when ``module`` itself is a batch norm."""
         out = module
         if isinstance(module, _BatchNorm):
             out = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
