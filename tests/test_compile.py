@@ -575,3 +575,59 @@ def test_fusion_joins_a_dag_of_pointwise_launches():
         np.testing.assert_array_equal(_np(y), _np(eager))
     t, p = np.tanh(xn.astype(np.float64) * 0.8), xn.astype(np.float64) ** 2 * 0.04 + 1.0
     np.testing.assert_allclose(_np(y), (1.0 - t * t) * p + t, rtol=1e-5, atol=1e-5)
+
+
+_OPTIMS = [("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+           ("Adam", dict(lr=1e-2, amsgrad=True)), ("AdamW", dict(lr=1e-2)), ("NAdam", dict(lr=1e-2)),
+           ("RAdam", dict(lr=1e-2)), ("RMSprop", dict(lr=1e-2, momentum=0.5, centered=True)),
+           ("Adagrad", dict(lr=0.1, lr_decay=0.05)), ("Adamax", dict(lr=1e-2)), ("ASGD", dict(lr=0.05))]
+
+
+@pytest.mark.parametrize("name,kw", _OPTIMS, ids=[o[0] for o in _OPTIMS])
+def test_optimizer_steps_replay_as_eager(name, kw):
+    """Every optimizer that replays takes this call's step scalars (bias corrections, decaying learning rates,
+    the NAdam mu product) and advances its host state as eager does: parameters and every state value are
+    bit-identical after 9 steps, with the lr changed by a scheduler between calls. The fused-kernel optimizers
+    give their scalars through ``_group_plan`` (the host half of their eager step); ASGD's composed step is
+    re-run without launching."""
+    g = torch.Generator().manual_seed(5)
+    batches = [(torch.randn(16, 12, generator=g).to(DEV), torch.randint(0, 5, (16,), generator=g).to(DEV))
+               for _ in range(3)]
+
+    def make():
+        m = nn.Sequential(nn.Linear(12, 9), nn.Tanh(), nn.Linear(9, 5)).to(DEV)
+        groups = [{"params": m[0].parameters()}, {"params": m[2].parameters(), "lr": kw["lr"] / 2}]
+        return m, getattr(torch.optim, name)(groups, **kw)
+
+    sched = lambda opt: torch.optim.lr_scheduler.StepLR(opt, 4, 0.5)   # noqa: E731
+    fn, oe, oc = _check_same(make, batches, steps=9, sched=sched)
+    entry = next(e for e in fn.cache.values() if e.graph is not None)
+    planned = [r[4] is not None for r in entry.regions]
+    assert planned == [name != "ASGD"]
+    for se, sc in zip(oe.state.values(), oc.state.values()):
+        assert se.keys() == sc.keys()
+        for k in se:
+            np.testing.assert_array_equal(_np(sc[k]), _np(se[k]), err_msg=k)
+    if name != "SGD":
+        assert [float(st["step"]) for st in oc.state.values()] == [9.0] * 4
+
+
+def test_replay_raises_when_the_step_would_launch_otherwise():
+    """Parameters whose scalars no longer agree (a step counter set by hand) would be split across other
+    launches by eager: the replay raises instead of launching the captured buckets."""
+    m = nn.Linear(6, 3).to(DEV)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+    x = torch.randn(4, 6).to(DEV)
+
+    def step():
+        opt.zero_grad()
+        m(x).sum().backward()
+        opt.step()
+
+    fn = torch.compile(step)
+    for _ in range(6):
+        fn()
+    assert fn.graphs()
+    opt.state[m.bias]["step"].fill_(100.0)
+    with pytest.raises(RuntimeError, match="no longer launches the work"):
+        fn()

@@ -13,8 +13,10 @@ Per guard signature (see :meth:`CompiledFunction._key`) a call goes through four
    a host tensor) is a value replay would freeze. Either falls back to eager for this signature with a one-time
    message naming the op; so do host reads (``.item()``), kernels on ``cpu`` tensors and an lr scheduler stepped
    inside the function. Scalars inside an optimizer's ``step`` (lr, bias corrections from the step count) may
-   vary: they are re-derived per replay by running that step's Python in a dry run that records the
-   arguments it would launch with, without launching (its step counters advance as in eager).
+   vary: they are re-derived per replay, and the step's host state (step counters) advances as in eager. A
+   fused-kernel optimizer's step is its ``_group_plan`` per group (the host half of its eager ``step``), whose
+   scalars are set on the recorded launches; a step composed of tensor ops (ASGD) is re-run in a dry run
+   that records the arguments it would launch with, without launching.
 4. **replay**: the kernels are re-pointed at the new inputs' buffers (or the inputs are copied into the static
    ones), the trace (fused, see ``fusion``) is enqueued, the parameters' ``.grad`` are set to the tensors the
    capture left there (whose buffers the replay writes), and tensor outputs are fresh tensors (the kernels that
@@ -456,7 +458,7 @@ class CompiledFunction:
         entry.entry_grads = [(by_param[pid], g) for pid, g in grads_before.items()
                              if g is not None and id(g._storage.buf) in bufs]
         entry.exit_grads = [(t, t.grad) for t in ts]
-        entry.regions = [(r[0][0], r[0][3], a, b) for r, a, b in
+        entry.regions = [(r[0][0], r[0][3], a, b, _plan_map(r[0][0], tr.entries, a, b)) for r, a, b in
                          ((reg, reg[1], reg[2]) for reg in tr.regions)]
         entry.hyper = _hyper(opts)
         state = list(ts) + [t.grad for t in ts if t.grad is not None] + \
@@ -558,9 +560,8 @@ class CompiledFunction:
             if p.grad is not eg:
                 with _no_grad():
                     eg.copy_(p.grad)
-        if entry.regions and (entry.rederive or _hyper(opts) != entry.hyper):
-            self._rederive(entry)
-            entry.hyper = _hyper(opts)
+        if entry.regions:
+            self._rederive(entry, opts)
         if entry.rng is not None:
             _rng_replay(g, entry.rng)
         outs = self._outputs(entry)
@@ -571,38 +572,76 @@ class CompiledFunction:
                 p.grad = gr
         return self._finish_outputs(entry, outs)
 
-    def _rederive(self, entry):
-        """Run each captured optimizer step's Python without launching, and give its launches' arguments to the
-        graph (the scalars that change per step: lr, bias corrections, the step count)."""
+    def _rederive(self, entry, opts):
+        """Give the graph the scalars of this call's optimizer steps (lr, bias corrections, the step count),
+        advancing each optimizer's host state as its ``step`` would. A fused-kernel optimizer's step is its
+        ``_group_plan`` per group (the host half that eager runs too), whose scalars go to the recorded
+        launches; any other step's Python is run in a dry run that records the arguments it would launch with,
+        without launching (only when some scalar varied between the captures or a hyperparameter changed)."""
         g = entry.graph
-        for opt, grads, a, b in entry.regions:
-            saved = [(p, p.grad) for p, _ in grads]
+        dry = None
+        for opt, grads, a, b, plan in entry.regions:
+            if plan is None:
+                if dry is None:
+                    dry = entry.rederive or _hyper(opts) != entry.hyper
+                if not dry:
+                    continue
+            saved = [(p, p.grad) for p, gr in grads if p.grad is not gr]
             for p, gr in grads:
                 if p.grad is not gr:
                     p.grad = gr
-            dry = _trace.Recorder(execute=False)
             try:
-                with dry:
-                    opt.step()
+                ok = self._replan(g, opt, plan) if plan is not None else self._dry_run(g, opt, a, b)
             finally:
                 for p, gr in saved:
-                    if p.grad is not gr:
-                        p.grad = gr
-            want = g.trace.entries[a:b]
-            got = dry.trace.entries
-            ok = not dry.trace.unsupported and len(want) == len(got)
-            if ok:
-                for i, (w, e) in enumerate(zip(want, got)):
-                    if w[0] != e[0] or (w[0] == "k" and (w[2] is not e[2] or w[3] != e[3])):
-                        ok = False
-                        break
+                    p.grad = gr
             if not ok:
                 raise RuntimeError(
                     f"cltorch.compile({self.name}): {type(opt).__name__}.step() no longer launches the work it "
                     "launched when captured; call cltorch.compiler.reset() after changing the optimizer")
-            for i, (w, e) in enumerate(zip(want, got)):
-                if w[0] == "k" and g.args_of(a + i) != e[5]:
-                    g.set_args(a + i, e[5])
+        if dry:
+            entry.hyper = _hyper(opts)
+
+    @staticmethod
+    def _replan(g, opt, plan):
+        """One step's ``_group_plan`` per group, its scalars set on the recorded launches (see
+        :func:`_plan_map`). False when the parameters no longer share scalars as they did when captured (eager
+        would bucket them into other launches)."""
+        launches, parts = plan
+        sc = {}
+        for group in opt.param_groups:
+            for p, _, _, s in opt._group_plan(group)[2]:
+                sc[id(p)] = s
+        new = []
+        for i, ps, first, n in launches:
+            s = sc.get(id(ps[0]))
+            if s is None or len(s) != n or any(sc.get(id(q)) != s for q in ps[1:]):
+                return False
+            new.append(s)
+        if _partition(new) != parts:
+            return False
+        for (i, ps, first, n), s in zip(launches, new):
+            g.set_scalars(i, first, s)
+        return True
+
+    @staticmethod
+    def _dry_run(g, opt, a, b):
+        """Run ``opt.step()`` under a recorder that does not launch, and give its launches' arguments to the
+        graph's entries ``a:b``. False when it records other work than the capture did."""
+        dry = _trace.Recorder(execute=False)
+        with dry:
+            opt.step()
+        want = g.trace.entries[a:b]
+        got = dry.trace.entries
+        if dry.trace.unsupported or len(want) != len(got):
+            return False
+        for w, e in zip(want, got):
+            if w[0] != e[0] or (w[0] == "k" and (w[2] is not e[2] or w[3] != e[3])):
+                return False
+        for i, (w, e) in enumerate(zip(want, got)):
+            if w[0] == "k" and g.args_of(a + i) != e[5]:
+                g.set_args(a + i, e[5])
+        return True
 
     def graphs(self):
         """The replayable graphs captured so far (one per signature that reached replay)."""
@@ -611,6 +650,42 @@ class CompiledFunction:
     def fallbacks(self):
         """The reasons signatures fell back to eager."""
         return [e.reason for e in self.cache.values() if e.reason is not None]
+
+
+def _partition(tails):
+    """Which launches share scalars: each launch's index of the first launch with equal scalars."""
+    first = {}
+    return tuple(first.setdefault(tuple(t), i) for i, t in enumerate(tails))
+
+
+def _plan_map(opt, entries, a, b):
+    """How a fused-kernel optimizer's captured step (entries ``a:b``) takes new scalars: ``([(entry, params
+    it updates, position of its first scalar, number of scalars)], which launches share scalars)``. None
+    when the optimizer has no ``_group_plan`` or the region holds anything but fused step launches over its
+    parameters, each the only parameter on its buffer (then a replay uses the dry run)."""
+    if getattr(opt, "_group_plan", None) is None or b <= a:
+        return None
+    from ..optim import _fused
+    by_buf, shared = {}, set()
+    for group in opt.param_groups:
+        for p in group["params"]:
+            k = id(p._storage.buf)
+            if k in by_buf and by_buf[k] is not p:
+                shared.add(k)
+            by_buf[k] = p
+    launches, tails = [], []
+    for i in range(a, b):
+        e = entries[i]
+        lay = _fused.launch_layout(e[2]) if e[0] == "k" else None
+        if lay is None:
+            return None
+        bufs = _fused.launch_params(e[5], lay)
+        if not bufs or any(id(x) in shared or id(x) not in by_buf for x in bufs):
+            return None
+        first = len(e[5]) - lay[2] - 1
+        launches.append((i, [by_buf[id(x)] for x in bufs], first, lay[2]))
+        tails.append(e[5][first:first + lay[2]])
+    return launches, _partition(tails)
 
 
 _PHILOX_OFFSET = 5          # philox_fill's argument positions: 3, 4 the key (from the seed), 5 the counter offset
@@ -657,11 +732,10 @@ def _rng_replay(g, rng):
     start = gen._offset
     key = ref.key_from_seed(gen._seed) if gen._seed != seed else None
     for i, rel in launches:
-        args = list(g.args_of(i))
-        args[_PHILOX_OFFSET] = (start + rel) & ref.MASK64
-        if key is not None:
-            args[3], args[4] = key
-        g.set_args(i, args)
+        if key is None:
+            g.set_scalars(i, _PHILOX_OFFSET, ((start + rel) & ref.MASK64,))
+        else:
+            g.set_scalars(i, 3, (key[0], key[1], (start + rel) & ref.MASK64))
     gen._take(used)
 
 

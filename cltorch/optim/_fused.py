@@ -224,3 +224,27 @@ def _launch(rt, k, ls, per_group, nslots, nst, segs, tail):
         if any(seg[0]._storage.host is not None or seg[1]._storage.host is not None for seg in chunk):
             _retain(evt, chunk)
     return launches
+
+
+# ---------------------------------------------------------------------- what a recorded launch holds
+def launch_layout(kernel):
+    """``(slots, n_states, n_scalars)`` when ``kernel`` is the fused step kernel (made by :func:`kernel_for`),
+    else None. Its arguments are, per slot, ``param, offset, grad, offset, (state, offset) * n_states, count``
+    (and the slot's first work-group from the second slot on), then the ``n_scalars`` scalars and one int."""
+    src = getattr(kernel, "_cltorch_src", None)
+    if src is None or src[0] != "optim.cl.mako":
+        return None
+    p = src[2]
+    return p["slots"], len(p["states"]), len(p["scalars"])
+
+
+def launch_params(args, layout):
+    """The parameter buffers that a fused step launch with arguments ``args`` updates, slot by slot (unused
+    slots, whose count is 0, left out)."""
+    slots, nst, _ = layout
+    out, j = [], 0
+    for s in range(slots):
+        if args[j + 4 + 2 * nst]:
+            out.append(args[j])
+        j += 5 + 2 * nst + (s > 0)
+    return out

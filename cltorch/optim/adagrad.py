@@ -54,21 +54,22 @@ class Adagrad(Optimizer):
 
     def step(self, closure=None):
         """One Adagrad step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr = scalar(group["lr"])
-            decay = scalar(group["lr_decay"])
-            wd = scalar(group["weight_decay"])
-            eps = scalar(group["eps"])
-            flags = dict(wd=wd != 0, maximize=group["maximize"])
-            items = []
-            for p, g in self._grads_of(group):
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = _as_step(0.0)
-                    st["sum"] = _full_like(p, self.defaults["initial_accumulator_value"])
-                t = _bump_step(st["step"])
-                clr = lr / (1 + (t - 1) * decay)
-                items.append((p, g, [st["sum"]], (-clr, wd, eps)))
-            self._apply("adagrad", flags, items)
-        return loss
+        return self._fused_step(closure)
+
+    def _group_plan(self, group):
+        """The host half of one adagrad step for ``group`` (see ``Optimizer._group_plan``)."""
+        lr = scalar(group["lr"])
+        decay = scalar(group["lr_decay"])
+        wd = scalar(group["weight_decay"])
+        eps = scalar(group["eps"])
+        flags = dict(wd=wd != 0, maximize=group["maximize"])
+        items = []
+        for p, g in self._grads_of(group):
+            st = self.state[p]
+            if len(st) == 0:
+                st["step"] = _as_step(0.0)
+                st["sum"] = _full_like(p, self.defaults["initial_accumulator_value"])
+            t = _bump_step(st["step"])
+            clr = lr / (1 + (t - 1) * decay)
+            items.append((p, g, [st["sum"]], (-clr, wd, eps)))
+        return "adagrad", flags, items

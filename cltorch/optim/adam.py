@@ -47,37 +47,38 @@ class Adam(Optimizer):
 
     def step(self, closure=None):
         """One Adam step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr = scalar(group["lr"])
-            b1, b2 = (scalar(b) for b in group["betas"])
-            wd = scalar(group["weight_decay"])
-            eps = scalar(group["eps"])
-            ams = group["amsgrad"]
-            flags = dict(wd=wd != 0, decoupled=group["decoupled_weight_decay"], amsgrad=ams,
-                         maximize=group["maximize"])
-            cache = {}
-            items = []
-            for p, g in self._grads_of(group):
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = _as_step(0.0)
-                    st["exp_avg"] = _zeros_like(p)
-                    st["exp_avg_sq"] = _zeros_like(p)
-                    if ams:
-                        st["max_exp_avg_sq"] = _zeros_like(p)
-                if ams and "max_exp_avg_sq" not in st:
+        return self._fused_step(closure)
+
+    def _group_plan(self, group):
+        """The host half of one adam step for ``group`` (see ``Optimizer._group_plan``)."""
+        lr = scalar(group["lr"])
+        b1, b2 = (scalar(b) for b in group["betas"])
+        wd = scalar(group["weight_decay"])
+        eps = scalar(group["eps"])
+        ams = group["amsgrad"]
+        flags = dict(wd=wd != 0, decoupled=group["decoupled_weight_decay"], amsgrad=ams,
+                     maximize=group["maximize"])
+        cache = {}
+        items = []
+        for p, g in self._grads_of(group):
+            st = self.state[p]
+            if len(st) == 0:
+                st["step"] = _as_step(0.0)
+                st["exp_avg"] = _zeros_like(p)
+                st["exp_avg_sq"] = _zeros_like(p)
+                if ams:
                     st["max_exp_avg_sq"] = _zeros_like(p)
-                t = _bump_step(st["step"])
-                sc = cache.get(t)
-                if sc is None:
-                    bc1 = 1 - b1 ** t
-                    bc2 = 1 - b2 ** t
-                    sc = cache[t] = (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, -(lr / bc1), bc2 ** 0.5, eps)
-                states = [st["exp_avg"], st["exp_avg_sq"]] + ([st["max_exp_avg_sq"]] if ams else [])
-                items.append((p, g, states, sc))
-            self._apply("adam", flags, items)
-        return loss
+            if ams and "max_exp_avg_sq" not in st:
+                st["max_exp_avg_sq"] = _zeros_like(p)
+            t = _bump_step(st["step"])
+            sc = cache.get(t)
+            if sc is None:
+                bc1 = 1 - b1 ** t
+                bc2 = 1 - b2 ** t
+                sc = cache[t] = (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, -(lr / bc1), bc2 ** 0.5, eps)
+            states = [st["exp_avg"], st["exp_avg_sq"]] + ([st["max_exp_avg_sq"]] if ams else [])
+            items.append((p, g, states, sc))
+        return "adam", flags, items
 
 
 class AdamW(Adam):

@@ -38,22 +38,23 @@ class Adamax(Optimizer):
 
     def step(self, closure=None):
         """One Adamax step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr = scalar(group["lr"])
-            b1, b2 = (scalar(b) for b in group["betas"])
-            eps = scalar(group["eps"])
-            wd = scalar(group["weight_decay"])
-            flags = dict(wd=wd != 0, maximize=group["maximize"])
-            items = []
-            for p, g in self._grads_of(group):
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = _as_step(0.0)
-                    st["exp_avg"] = _zeros_like(p)
-                    st["exp_inf"] = _zeros_like(p)
-                t = _bump_step(st["step"])
-                clr = lr / (1 - b1 ** t)
-                items.append((p, g, [st["exp_avg"], st["exp_inf"]], (wd, 1 - b1, b2, eps, -clr)))
-            self._apply("adamax", flags, items)
-        return loss
+        return self._fused_step(closure)
+
+    def _group_plan(self, group):
+        """The host half of one adamax step for ``group`` (see ``Optimizer._group_plan``)."""
+        lr = scalar(group["lr"])
+        b1, b2 = (scalar(b) for b in group["betas"])
+        eps = scalar(group["eps"])
+        wd = scalar(group["weight_decay"])
+        flags = dict(wd=wd != 0, maximize=group["maximize"])
+        items = []
+        for p, g in self._grads_of(group):
+            st = self.state[p]
+            if len(st) == 0:
+                st["step"] = _as_step(0.0)
+                st["exp_avg"] = _zeros_like(p)
+                st["exp_inf"] = _zeros_like(p)
+            t = _bump_step(st["step"])
+            clr = lr / (1 - b1 ** t)
+            items.append((p, g, [st["exp_avg"], st["exp_inf"]], (wd, 1 - b1, b2, eps, -clr)))
+        return "adamax", flags, items

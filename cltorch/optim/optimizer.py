@@ -394,6 +394,22 @@ class Optimizer:
             out.append((p, g))
         return out
 
+    # The fused-kernel optimizers split a step in two: ``_group_plan(group)``, the host half (make missing
+    # state, advance the host-side counters, compute the kernel's scalars; launches nothing), returns
+    # ``(algo, flags, items)`` with items ``[(param, grad, states, scalars)]``, and ``_apply`` launches it. A
+    # compiled replay (``cltorch._capture.compile``) calls the same ``_group_plan`` and gives the scalars to its
+    # recorded launches, so eager and replay advance the state and compute the scalars by one code path.
+    # Optimizers composed of tensor ops leave it None (a replay then re-runs their step without launching).
+    _group_plan = None
+
+    def _fused_step(self, closure):
+        """``step`` of a fused-kernel optimizer: ``closure()`` (with grad), then per group ``_group_plan`` and
+        ``_apply``. Returns the closure's loss (None without one)."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            self._apply(*self._group_plan(group))
+        return loss
+
     def _apply(self, algo, flags, items):
         """Run the fused update of ``algo`` on ``items``: a list of ``(param, grad, states, scalars)``.
 

@@ -51,34 +51,35 @@ class RAdam(Optimizer):
 
     def step(self, closure=None):
         """One RAdam step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr = scalar(group["lr"])
-            b1, b2 = (scalar(b) for b in group["betas"])
-            eps = scalar(group["eps"])
-            wd = scalar(group["weight_decay"])
-            flags = dict(wd=wd != 0, decoupled=group["decoupled_weight_decay"], maximize=group["maximize"])
-            cache = {}
-            items = []
-            for p, g in self._grads_of(group):
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = _as_step(0.0)
-                    st["exp_avg"] = _zeros_like(p)
-                    st["exp_avg_sq"] = _zeros_like(p)
-                t = _bump_step(st["step"])
-                sc = cache.get(t)
-                if sc is None:
-                    bc1 = 1 - b1 ** t
-                    bc2 = 1 - b2 ** t
-                    rho_inf = 2 / (1 - b2) - 1
-                    rho_t = rho_inf - 2 * t * b2 ** t / bc2
-                    if rho_t > 5.0:
-                        rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-                        rectify = 1.0
-                    else:
-                        rect, rectify = 0.0, 0.0
-                    sc = cache[t] = (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, lr, bc1, bc2 ** 0.5, eps, rect, rectify)
-                items.append((p, g, [st["exp_avg"], st["exp_avg_sq"]], sc))
-            self._apply("radam", flags, items)
-        return loss
+        return self._fused_step(closure)
+
+    def _group_plan(self, group):
+        """The host half of one radam step for ``group`` (see ``Optimizer._group_plan``)."""
+        lr = scalar(group["lr"])
+        b1, b2 = (scalar(b) for b in group["betas"])
+        eps = scalar(group["eps"])
+        wd = scalar(group["weight_decay"])
+        flags = dict(wd=wd != 0, decoupled=group["decoupled_weight_decay"], maximize=group["maximize"])
+        cache = {}
+        items = []
+        for p, g in self._grads_of(group):
+            st = self.state[p]
+            if len(st) == 0:
+                st["step"] = _as_step(0.0)
+                st["exp_avg"] = _zeros_like(p)
+                st["exp_avg_sq"] = _zeros_like(p)
+            t = _bump_step(st["step"])
+            sc = cache.get(t)
+            if sc is None:
+                bc1 = 1 - b1 ** t
+                bc2 = 1 - b2 ** t
+                rho_inf = 2 / (1 - b2) - 1
+                rho_t = rho_inf - 2 * t * b2 ** t / bc2
+                if rho_t > 5.0:
+                    rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                    rectify = 1.0
+                else:
+                    rect, rectify = 0.0, 0.0
+                sc = cache[t] = (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, lr, bc1, bc2 ** 0.5, eps, rect, rectify)
+            items.append((p, g, [st["exp_avg"], st["exp_avg_sq"]], sc))
+        return "radam", flags, items

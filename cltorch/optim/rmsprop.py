@@ -51,36 +51,37 @@ class RMSprop(Optimizer):
 
     def step(self, closure=None):
         """One RMSprop step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr = scalar(group["lr"])
-            alpha = scalar(group["alpha"])
-            eps = scalar(group["eps"])
-            wd = scalar(group["weight_decay"])
-            mom = scalar(group["momentum"])
-            centered = group["centered"]
-            flags = dict(wd=wd != 0, maximize=group["maximize"], momentum=mom > 0, centered=centered)
-            sc = (-lr, wd, alpha, 1 - alpha, eps, mom)
-            items = []
-            for p, g in self._grads_of(group):
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = _as_step(0.0)
-                    st["square_avg"] = _zeros_like(p)
-                    if mom > 0:
-                        st["momentum_buffer"] = _zeros_like(p)
-                    if centered:
-                        st["grad_avg"] = _zeros_like(p)
-                _bump_step(st["step"])
-                states = [st["square_avg"]]
+        return self._fused_step(closure)
+
+    def _group_plan(self, group):
+        """The host half of one rmsprop step for ``group`` (see ``Optimizer._group_plan``)."""
+        lr = scalar(group["lr"])
+        alpha = scalar(group["alpha"])
+        eps = scalar(group["eps"])
+        wd = scalar(group["weight_decay"])
+        mom = scalar(group["momentum"])
+        centered = group["centered"]
+        flags = dict(wd=wd != 0, maximize=group["maximize"], momentum=mom > 0, centered=centered)
+        sc = (-lr, wd, alpha, 1 - alpha, eps, mom)
+        items = []
+        for p, g in self._grads_of(group):
+            st = self.state[p]
+            if len(st) == 0:
+                st["step"] = _as_step(0.0)
+                st["square_avg"] = _zeros_like(p)
                 if mom > 0:
-                    if "momentum_buffer" not in st:
-                        st["momentum_buffer"] = _zeros_like(p)
-                    states.append(st["momentum_buffer"])
+                    st["momentum_buffer"] = _zeros_like(p)
                 if centered:
-                    if "grad_avg" not in st:
-                        st["grad_avg"] = _zeros_like(p)
-                    states.append(st["grad_avg"])
-                items.append((p, g, states, sc))
-            self._apply("rmsprop", flags, items)
-        return loss
+                    st["grad_avg"] = _zeros_like(p)
+            _bump_step(st["step"])
+            states = [st["square_avg"]]
+            if mom > 0:
+                if "momentum_buffer" not in st:
+                    st["momentum_buffer"] = _zeros_like(p)
+                states.append(st["momentum_buffer"])
+            if centered:
+                if "grad_avg" not in st:
+                    st["grad_avg"] = _zeros_like(p)
+                states.append(st["grad_avg"])
+            items.append((p, g, states, sc))
+        return "rmsprop", flags, items

@@ -52,23 +52,24 @@ class SGD(Optimizer):
 
     def step(self, closure=None):
         """One SGD step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr = scalar(group["lr"])
-            mom = scalar(group["momentum"])
-            wd = scalar(group["weight_decay"])
-            damp = scalar(group["dampening"])
-            flags = dict(wd=wd != 0, maximize=group["maximize"], momentum=mom != 0, nesterov=group["nesterov"])
-            items = []
-            for p, g in self._grads_of(group):
-                states, first = [], 0.0
-                if mom != 0:
-                    st = self.state[p]
-                    buf = st.get("momentum_buffer")
-                    if buf is None:
-                        buf = st["momentum_buffer"] = _zeros_like(p)
-                        first = 1.0
-                    states = [buf]
-                items.append((p, g, states, (-lr, wd, mom, 1.0 - damp, first)))
-            self._apply("sgd", flags, items)
-        return loss
+        return self._fused_step(closure)
+
+    def _group_plan(self, group):
+        """The host half of one sgd step for ``group`` (see ``Optimizer._group_plan``)."""
+        lr = scalar(group["lr"])
+        mom = scalar(group["momentum"])
+        wd = scalar(group["weight_decay"])
+        damp = scalar(group["dampening"])
+        flags = dict(wd=wd != 0, maximize=group["maximize"], momentum=mom != 0, nesterov=group["nesterov"])
+        items = []
+        for p, g in self._grads_of(group):
+            states, first = [], 0.0
+            if mom != 0:
+                st = self.state[p]
+                buf = st.get("momentum_buffer")
+                if buf is None:
+                    buf = st["momentum_buffer"] = _zeros_like(p)
+                    first = 1.0
+                states = [buf]
+            items.append((p, g, states, (-lr, wd, mom, 1.0 - damp, first)))
+        return "sgd", flags, items
