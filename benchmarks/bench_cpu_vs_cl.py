@@ -1,6 +1,7 @@
 """The same eager step on ``cpu`` tensors and on ``cl:0`` (issue 16's cpu bar: cpu within 1.1x of cl:0), in one
 process, the two sides alternating in rounds. Both run on the same OpenCL CPU device here (PoCL); ``cpu`` storages
-are host memory reached through zero-copy buffers, with small exact pointwise ops in numpy.
+are pooled host blocks reached through zero-copy buffers kept with each block, and small exact pointwise ops run in
+numpy only while no kernel is queued (otherwise they queue their kernel, as on ``cl:0``).
 
 - ``mlp``: one SGD step of a 784-256-256-10 ReLU MLP on a batch of 128 (zero_grad, forward, cross_entropy,
   backward, step).

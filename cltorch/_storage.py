@@ -15,6 +15,8 @@ page-aligned ``MAP_SHARED`` mapping (``cltorch._shm.Segment``) that other proces
 (zero-copy, as before) and numpy in every process read and write the same bytes.
 """
 import ctypes
+import os
+import sys
 
 import numpy as np
 
@@ -29,7 +31,7 @@ _inference_probe = [lambda: False]   # set by _dispatch (a higher floor): is inf
 
 class Storage:
     __slots__ = ("device", "dtype", "size", "host", "buf", "_hostbuf", "version", "exposed", "_rt", "_nbytes",
-                 "pinned", "shm", "_alias_of", "inference", "__weakref__")
+                 "pinned", "shm", "_alias_of", "inference", "_block", "__weakref__")
 
     def __init__(self, device, dtype, size, host=None, buf=None, rt=None, nbytes=0):
         self.device = device
@@ -46,17 +48,29 @@ class Storage:
         self.shm = None           # the _shm.Segment a shared cpu storage lives in
         self._alias_of = None     # the storage whose memory this one reinterprets (``alias``), kept alive
         self.inference = _inference_probe[0]()   # allocated inside inference_mode (Tensor.is_inference)
+        self._block = None        # the pooled host block of a cpu storage made by ``empty`` (see _take_block)
 
     # ------------------------------------------------------------ construction
     @classmethod
     def empty(cls, size, dtype, device, for_kernel=False):
-        """``size`` uninitialised elements. A small cpu storage's memory is aligned when a kernel first uses it
-        (``align_host``, a copy); ``for_kernel=True`` (a kernel's output) and storages of ``ALIGN_AT_ONCE`` bytes
-        or more are allocated aligned at once, where the alignment costs nothing next to the copy it saves."""
+        """``size`` uninitialised elements of ``dtype`` on ``device`` (a ``cltorch.device``).
+
+        A cpu storage's memory is an aligned host block from the cpu block pool (``_take_block``, up to
+        ``POOL_BLOCK_MAX`` bytes) that keeps its zero-copy OpenCL buffer, so an op's output on cpu costs what a pooled
+        device buffer costs; larger ones are aligned numpy arrays of their own. ``for_kernel=True`` promises that a
+        kernel writes the storage before anything reads or writes it on the host: it may then get a block that
+        kernels still queued use (the in-order queue runs them first, as device buffers are reused), where any other
+        caller gets one no queued kernel touches. Raises TypeError for a dtype the device lacks (fp64, complex128)
+        and OutOfMemoryError from the device pool."""
         size = int(size)
         if device.type == "cpu":
-            aligned = for_kernel or size * dtype.itemsize >= ALIGN_AT_ONCE
-            return cls(device, dtype, size, host=aligned_empty(size, dtype.np) if aligned else np.empty(size, dtype.np))
+            nb = size * dtype.itemsize
+            if 0 < nb <= POOL_BLOCK_MAX:
+                blk = _take_block(nb, for_kernel)
+                st = cls(device, dtype, size, blk[0][:nb].view(dtype.np))
+                st._block = blk
+                return st
+            return cls(device, dtype, size, host=aligned_empty(size, dtype.np))
         rt = backend.runtime(device.index)
         nbytes = size * dtype.itemsize
         if dtype.itemsize != 4 and (dtype.is_floating_point or dtype.itemsize == 16):   # fp64 / fp16 extensions
@@ -135,6 +149,7 @@ class Storage:
         host[...] = self.host
         self.host = host
         self._hostbuf = None      # the zero-copy buffer over the old memory; a new one is made when needed
+        self._block = None        # the old memory no longer backs this storage (numpy may still hold it)
         self.pinned = False
         self.exposed = False
         self.shm = seg
@@ -143,6 +158,12 @@ class Storage:
     def __del__(self):
         if self._nbytes and self._rt is not None:
             self._rt.release(self._nbytes)
+        blk = self._block
+        if blk is not None and not self.exposed:
+            try:
+                _give_block(blk, self.host)
+            except Exception:    # interpreter shutdown: module globals may be gone
+                pass
 
     # ------------------------------------------------------------ access
     @property
@@ -156,9 +177,23 @@ class Storage:
         return self._rt
 
     def cl_buffer(self):
-        """The cl.Buffer kernels use: the device buffer, or a zero-copy buffer over the host array."""
+        """The cl.Buffer kernels use: the device buffer, or a zero-copy buffer over the host memory. For a cpu storage
+        it also holds the memory until the queue next syncs (``Runtime.keep``: the pooled block, else the storage)
+        and notes memory numpy or another process shares (``Runtime.touch_exposed``), so fetch it per enqueue."""
         if self.buf is not None:
             return self.buf
+        blk = self._block
+        if blk is not None:       # a pooled block: its buffer covers the whole block and stays with it
+            rt = blk[2]
+            if rt is None:
+                rt = self.runtime()
+                blk[1] = rt.host_buffer(blk[0])
+                blk[2] = rt
+            self._rt = rt
+            rt.keep(blk)
+            if self.exposed:
+                rt.touch_exposed()
+            return blk[1]
         hb = self._hostbuf
         if hb is None:
             self.align_host()
@@ -236,7 +271,91 @@ class _Alias(Storage):
 
 _addressof, _c_char = ctypes.addressof, ctypes.c_char
 HOST_ALIGN = 128   # bytes: vector loads in kernels (float8 and wider) need their natural alignment
-ALIGN_AT_ONCE = 16384   # bytes: cpu storages this large are allocated aligned (see Storage.empty)
+POOL_BLOCK_MAX = 16 << 20   # bytes: cpu storages up to this size live in pooled blocks (Storage.empty)
+POOL_HELD_MAX = 64 << 20    # bytes of free blocks the pool keeps for reuse; blocks past it are freed
+
+
+# ------------------------------------------------------------------ the cpu block pool
+# A block is [aligned uint8 array, its zero-copy cl.Buffer, the Runtime of that buffer, the Runtime.syncs count at
+# which it was freed with kernels queued, else -1] (no buffer and runtime until its first kernel). Storage.empty takes one; a dying
+# storage gives it back only when nothing else can reach its memory: not exposed to numpy, and no view, memoryview or
+# buffer of it alive (reference counts: numpy views of a view hold the owning array, so the owner's count sees every
+# numpy view; a memoryview or ctypes object holds the array it was made from, the storage's own view). The runtime
+# holds a block a queued kernel uses until the queue finished (Runtime.keep), so its memory outlives the kernel even
+# if the pool drops it; a block still queued is handed only to a kernel's output (Storage.empty(for_kernel=True)),
+# which the in-order queue writes after those kernels, and never to memory the host may write first. Keyed by the
+# block's size (the request rounded up to HOST_ALIGN bytes).
+_free_blocks = {}
+_held = [0]
+_forked_pools = []    # a forked child's inherited pools: never freed there (their buffers are the parent's)
+
+
+def _take_block(nbytes, for_kernel):
+    """A free block of at least ``nbytes`` (> 0) bytes, or a new one (its buffer made at its first kernel). A kernel's
+    output takes the block freed last; any other storage the one freed first, if no kernel queued since its last
+    use can still touch it (see above)."""
+    key = -(-nbytes // HOST_ALIGN) * HOST_ALIGN
+    lst = _free_blocks.get(key)
+    if lst:
+        try:
+            if for_kernel:
+                blk = lst.pop()
+            else:
+                blk = lst[0]
+                rt = blk[2]
+                if rt is not None and blk[3] >= rt.syncs:
+                    blk = None     # maybe still queued: memory the host may write first takes a new block
+                else:
+                    got = lst.pop(0)
+                    if got is not blk:      # another thread took it meanwhile: put back what came instead
+                        lst.append(got)
+                        blk = None
+        except IndexError:         # another thread took the last one
+            blk = None
+        if blk is not None:
+            _held[0] -= key
+            return blk
+    return [aligned_empty(key, np.uint8), None, None, -1]
+
+
+# sys.getrefcount inside _give_block of a block nothing else reaches: the owner is held by the block's array, the
+# storage's host view, the local name and getrefcount's argument; the storage's host array by the dying storage,
+# this function's parameter and getrefcount's argument. Checked by tests/test_storage_pool.py.
+_OWNER_REFS, _HOST_REFS = 4, 3
+
+
+def _give_block(blk, host):
+    arr = blk[0]
+    owner = arr.base
+    if sys.getrefcount(host) != _HOST_REFS or host.base is not owner or sys.getrefcount(owner) != _OWNER_REFS:
+        return                 # something else reaches the memory: numpy frees it with the last reference
+    key = arr.nbytes
+    if _held[0] + key > POOL_HELD_MAX:
+        return
+    rt = blk[2]
+    # kernels queued before now may use it until the next synchronize ends (pending is set before an enqueue and
+    # cleared after the finish, both under the runtime's lock, so a clear flag means they are done)
+    blk[3] = rt.syncs if rt is not None and rt.pending else -1
+    _held[0] += key
+    _free_blocks.setdefault(key, []).append(blk)
+
+
+def release_host_blocks():
+    """Free the cpu block pool's free blocks (their memory and zero-copy buffers); returns the bytes freed."""
+    n = _held[0]
+    _free_blocks.clear()
+    _held[0] = 0
+    return n
+
+
+def _forget_pool_in_child():
+    _forked_pools.append(dict(_free_blocks))
+    _free_blocks.clear()
+    _held[0] = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 def host_address(array):

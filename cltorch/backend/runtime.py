@@ -59,6 +59,9 @@ DET_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt",)
 class _Touched(threading.local):
     exposed = False
 
+    def __init__(self):
+        self.keeps = []     # host storages (or pooled blocks) this thread fetched for a launch it has not made yet
+
 
 class Runtime:
     """Context, queue, pool and kernel cache of one OpenCL device (``info`` is its DeviceInfo)."""
@@ -95,6 +98,7 @@ class Runtime:
         self.peak = 0
         self.limit = None            # bytes, from set_per_process_memory_fraction
         self.pending = False         # work queued since the last synchronize
+        self.syncs = 0               # synchronizes so far (the cpu block pool tells blocks kernels may use by it)
         self._checks = {}            # deferred device-side checks (bounds flags), run at the next synchronize
         self.mf = cl.mem_flags
         self._cl_errors = (cl.MemoryError, cl.RuntimeError, cl.LogicError)
@@ -150,7 +154,11 @@ class Runtime:
         While ``cltorch._capture`` records, the recorder logs the launch and enqueues it (or only logs it)."""
         if self.capture is not None:
             return self.capture.launch(self, k, gsize, lsize, args)
+        keeps = self._touched.keeps
         with self.lock:
+            if keeps:       # what this thread fetched is held from now until the queue finished
+                self._keepalive += keeps
+                keeps.clear()
             self.pending = True
             ev = k(self.queue, gsize, lsize, *args)
         if self.profiling:
@@ -170,9 +178,12 @@ class Runtime:
         return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
 
     def keep(self, obj):
-        """Hold ``obj`` (a host storage a queued kernel uses) until the next synchronize."""
-        self._keepalive.append(obj)     # past KEEP_MAX, the op's closing finish_if_exposed waits (not here: the
-                                        # op may still enqueue with storages it fetched before this one)
+        """Hold ``obj`` (a host storage, or the pooled block of one, that a kernel about to be queued uses) until
+        the queue has finished the calling thread's next launch: it is held per thread until that launch (another
+        thread's synchronize between the fetch and the launch must not drop it), then with the queue's work until
+        a synchronize. A thread's own synchronize drops what it holds (fetch buffers right before the launch)."""
+        self._touched.keeps.append(obj)  # past KEEP_MAX, the op's closing finish_if_exposed waits (not here: the
+                                         # op may still enqueue with storages it fetched before this one)
 
     def touch_exposed(self):
         """Note that the calling thread handed a kernel host memory numpy or another process shares
@@ -190,7 +201,7 @@ class Runtime:
         memory (temporaries included) outlives the kernels. A kernel's storages must be fetched with
         ``Storage.cl_buffer()`` for each enqueue (that both keeps them alive and notes exposure)."""
         t = self._touched
-        if t.exposed or self._checks or len(self._keepalive) > KEEP_MAX:
+        if t.exposed or self._checks or len(self._keepalive) + len(t.keeps) > KEEP_MAX:
             t.exposed = False
             self.synchronize()
 
@@ -202,7 +213,9 @@ class Runtime:
             if self.pending:
                 self.queue.finish()
                 self.pending = False
+            self.syncs += 1
             self._keepalive.clear()   # under the lock: another thread's queued kernel may still need its storage
+            self._touched.keeps.clear()   # this thread's: copies and fills it queued with them are finished too
         if self._checks:
             self.run_checks()
 

@@ -195,13 +195,28 @@ def _aligned(t, vw):
     if t._offset % vw:
         return False
     st = t._storage
-    if st.host is None:
+    if st.host is None or st._block is not None:    # device buffers and pooled cpu blocks start aligned
         return True
     st.align_host()      # what the launch would do anyway: decide on the memory the kernel will see
     return host_address(st.host) % (vw * t.dtype.itemsize) == 0
 
 
-def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, shape=None):
+def _queued(operands, out):
+    """True when a kernel may still be queued on the runtime of a cpu operand's (or ``out``'s) storage: the numpy
+    form would wait for it, so the op queues its kernel behind it instead."""
+    if out is not None:
+        rt = out._storage._rt
+        if rt is not None and rt.pending:
+            return True
+    for x in operands:
+        if isinstance(x, Tensor):
+            rt = x._storage._rt
+            if rt is not None and rt.pending:
+                return True
+    return False
+
+
+def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, shape=None, _kernel=False):
     """Launch ``out = expr(x0, x1, ...)`` elementwise.
 
     operands: Tensors and Python scalars; ``x{i}`` in ``expr`` is operand i cast to ``compute`` (a dtype),
@@ -212,13 +227,18 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     Every launch decision depends only on the operands' dtypes, shapes, strides and devices (and offsets'
     alignment), so it is made once per such signature and kept as a :class:`_Plan`; a repeated call only
     allocates the output, sets the buffers and offsets, and enqueues.
+
+    Small exact ops on cpu storages run in numpy (``_host_code``) while no kernel is queued on their runtime;
+    otherwise (``_queued``) they queue their kernel like any other op (``_kernel=True`` forces that path).
     """
     pkey = _plan_key(expr, operands, out_dtype, compute, out, op_compute, shape)
-    plan = _plans.get(pkey)
-    if plan is not None:
-        res = plan.run(operands, out)
-        if res is not None:
-            return res
+    remake = (expr, out_dtype, compute, op_compute, shape)    # the arguments the key was made of
+    if not _kernel:
+        plan = _plans.get(pkey)
+        if plan is not None:
+            res = plan.run(operands, out)
+            if res is not None:
+                return res
     tens = [x for x in operands if isinstance(x, Tensor)]
     if out is not None:
         dev = out.device
@@ -241,11 +261,13 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         return out
     cts = op_compute or [compute] * len(ops)
     if n <= _HOST_MAX and out._storage.host is not None and all(t._storage.host is not None for t in tens):
-        code = _host_code(expr, cts, out_dtype)
+        code = None if _kernel else _host_code(expr, cts, out_dtype)
         if code is not None:
-            if all(a is b for a, b in zip(ops, operands)):
-                _plans[pkey] = _Plan(out, shape, code=code, cts=cts, ops=ops)
-            return _host_pointwise(code, ops, cts, out, shape)
+            if all(a is b for a, b in zip(ops, operands)) and pkey not in _plans:
+                _plans[pkey] = _Plan(out, shape, code=code, cts=cts, ops=ops, remake=remake)
+            if not _queued(tens, out):
+                return _host_pointwise(code, ops, cts, out, shape)
+            _kernel = True
     spec = []
     for x, ct in zip(ops, cts):
         if isinstance(x, Tensor):
@@ -307,7 +329,12 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         rt.finish_if_exposed()   # memory numpy shares is never stale (the one cpu wait rule)
     if all(a is b for a, b in zip(ops, operands)):
         tail = args[2 + len(ops) + len(tens):]       # after out's and each operand's (buffer, offset) or value
-        _plans[pkey] = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=tail, vw=vw, sync=sync)
+        plan = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=tail, vw=vw, sync=sync)
+        host_plan = _plans.get(pkey) if _kernel else None
+        if host_plan is not None and host_plan.code is not None:
+            host_plan.kplan = plan      # the queued form of a numpy-form plan
+        else:
+            _plans[pkey] = plan
     return out
 
 
@@ -337,15 +364,17 @@ class _Plan:
     """A recorded launch of ``pointwise`` for one operand signature (see ``_plan_key``).
 
     ``run`` repeats it: a new output (or the given one), then the host numpy expression (``code``) or the kernel
-    with the recorded sizes and strides. Returns None where the signature's plan does not apply to these
-    operands (an offset no longer aligned for the vector path); the caller then takes the general path.
+    with the recorded sizes and strides. A numpy-form plan runs as its kernel (``kplan``, recorded on first need
+    through ``remake``, pointwise's arguments) while a kernel is queued on its operands' runtime. Returns None where
+    the signature's plan does not apply to these operands (an offset no longer aligned for the vector path); the
+    caller then takes the general path.
     """
 
     __slots__ = ("shape", "stride", "dtype", "device", "numel", "code", "cts", "reads", "kernel", "gs", "ls", "tail",
-                 "vw", "sync", "rt", "np_dtype", "np_strides")
+                 "vw", "sync", "rt", "np_dtype", "np_strides", "kplan", "remake")
 
     def __init__(self, out, shape, code=None, cts=None, ops=(), kernel=None, gs=None, ls=None, tail=None, vw=0,
-                 sync=True):
+                 sync=True, remake=None):
         self.shape, self.stride, self.dtype, self.device = shape, contiguous_strides(shape), out.dtype, out.device
         self.numel = math.prod(shape)
         self.code, self.cts = code, cts
@@ -357,10 +386,19 @@ class _Plan:
         self.rt = out._storage.runtime() if kernel is not None else None
         self.np_dtype = np.dtype(self.dtype.np)
         self.np_strides = tuple(st * self.np_dtype.itemsize for st in self.stride)
+        self.kplan, self.remake = None, remake
 
     def run(self, operands, out):
         if self.code is not None:
-            return self._run_host(operands, out)
+            if not _queued(operands, out):
+                return self._run_host(operands, out)
+            kp = self.kplan
+            res = kp.run(operands, out) if kp is not None else None
+            if res is None:
+                expr, out_dtype, compute, op_compute, shape = self.remake
+                res = pointwise(expr, list(operands), out_dtype, compute, out=out, op_compute=op_compute,
+                                shape=shape, _kernel=True)
+            return res
         vw, host = self.vw, self.sync       # sync: cpu storages, whose buffers and alignment need their host memory
         if vw and out is not None and not _aligned(out, vw):
             return None
@@ -368,15 +406,14 @@ class _Plan:
         for x in operands:
             if isinstance(x, Tensor):
                 st = x._storage
-                if vw and (not _aligned(x, vw) if host else x._offset % vw):
+                if vw and (x._offset % vw or host and st._block is None and not _aligned(x, vw)):
                     return None
                 args.append(st.cl_buffer() if host else st.buf)
                 args.append(x._offset)
             else:
                 args.append(x)
         if out is None:
-            out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device, for_kernel=True), self.shape,
-                               self.stride)
+            out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device, True), self.shape, self.stride)
         ost = out._storage
         rt = self.rt
         rt.launch(self.kernel, self.gs, self.ls, ost.cl_buffer() if host else ost.buf, out._offset, *args, *self.tail)
