@@ -54,8 +54,6 @@ NOT_PROVIDED = {
     "nn.attention.flex_attention": "flex attention needs graph compilation", "nn.attention.varlen": _YET,
     "nn.backends": "internal", "nn.cpp": "C++ module wrappers",
     "nn.grad": _YET + ": convolution input/weight gradient helpers",
-    "nn.modules.linear_cross_entropy": _YET + ": fused linear + cross-entropy module (new in torch 2.13)",
-    "nn.modules.linear_cross_entropy_options": _YET,
     "nn.parallel.comm": _DP, "nn.parallel.parallel_apply": _DP, "nn.parallel.replicate": _DP,
     "nn.parallel.scatter_gather": _DP,
     "nn.utils.fusion": _YET, "nn.utils.init": _YET, "nn.utils.memory_format": _YET,
