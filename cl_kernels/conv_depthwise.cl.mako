@@ -42,7 +42,7 @@
 ##
 ## Template parameters: dt ("float" or "double"), idx ("int" or "long": the index type), mr (outputs per
 ## work-item of dw_fwd and dw_bwd_input: 1, 2, 4, 8 or 16), fwo / bwo (None, or the W offsets of the taps as a
-## tuple) and fws (the forward stride along W the offsets are for).
+## tuple) and fws (the forward stride along W the offsets are for); gwo / gws the same for dw_wgrad_rows.
 <%namespace name="c" file="common.cl.mako"/>
 ${c.preamble((dt,))}
 <%
@@ -319,6 +319,102 @@ __kernel void dw_wgrad_part(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I 
     ${V8} a = acc;
     Part[((I)oc * T + t) * NBLK + blk] = ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7));
 }
+
+% if gwo is not None:
+// Weight-gradient partial sums through the compiled row path (x and u rows read with unit stride; gwo: the taps'
+// W offsets j*dw - pw at stride gws along W): work-item (ei, oc, blk) computes the ${len(gwo)} taps
+// t = ei*KW + j of row tap ei = e*KH + i (ei == KD*KH: the bias, t = KS) over block blk, loading each chunk of
+// u and the x elements its taps need once. Every tap adds the same terms in the same order as dw_wgrad_part (8
+// lanes, rows in order, the same zeros in the padding and past OW), so the partials are bitwise the same.
+// Range (KD*KH + has_bias rounded up, C*M rounded up, NBLK).
+<%
+    KWc = len(gwo)
+    GS = gws
+    GNC = 8 * GS
+    gused = sorted({GS * l + o for o in gwo for l in range(8)})
+    gedges = [E for E in gused if E < 0 or E >= GNC]
+    def gnm(E):
+        if 0 <= E < GNC:
+            k, l = divmod(E, 8)
+            return "c%d.s%s" % (k, lanes[l])
+        return ("em%d" % -E) if E < 0 else ("ep%d" % E)
+    def gld(E):
+        return "(xw0 + (%d) >= 0 && xw0 + (%d) < W) ? xr[clamp(xw0 + (%d), 0, W - 1)] : (%s)0" % (E, E, E, dt)
+%>
+__kernel void dw_wgrad_rows(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sd, I x_sh, I x_sw,
+                            __global const ${dt}* U, I u_off, I u_sn, I u_sc, I u_sd, I u_sh, I u_sw,
+                            __global ${dt}* Part,
+                            int C, int M, int D, int H, int W, int OD, int OH, int OW, int KD, int KH, int KW,
+                            int sd, int sh, int sw, int pd, int ph, int pw, int dd, int dh, int dw,
+                            int T, int RB, int NR, int NBLK)
+{
+    int ei = get_global_id(0), oc = get_global_id(1), blk = get_global_id(2);
+    int KS = KD * KH * KW, NEI = KD * KH;
+    if (ei > NEI || (ei == NEI && T == KS) || oc >= C * M || blk >= NBLK) return;
+    int c = oc / M;
+    int bias = ei == NEI;
+    int e = bias ? 0 : ei / KH, i = bias ? 0 : ei - (ei / KH) * KH;
+    int r0 = blk * RB, r1 = min(r0 + RB, NR);
+    int OHD = OD * OH;
+% for j in range(KWc):
+    ${VOL}${V8} a${j} = (${V8})0;
+% endfor
+    int n = r0 / OHD, q0 = r0 - n * OHD;
+    int od = q0 / OH, oh = q0 - od * OH - 1;
+    for (int row = r0; row < r1; row++) {
+        oh++;                                   // (n, od, oh) of this row, stepped instead of divided
+        if (oh == OH) { oh = 0; od++; if (od == OD) { od = 0; n++; } }
+        int id = od * sd - pd + e * dd, ih = oh * sh - ph + i * dh;
+        if (!bias && (id < 0 || id >= D || ih < 0 || ih >= H)) continue;
+        __global const ${dt}* xr = X + x_off + (I)n * x_sn + (I)c * x_sc + (I)clamp(id, 0, D - 1) * x_sd
+                                   + (I)clamp(ih, 0, H - 1) * x_sh;
+        __global const ${dt}* ur = U + u_off + (I)n * u_sn + (I)oc * u_sc + (I)od * u_sd + (I)oh * u_sh;
+        for (int ow0 = 0; ow0 < OW; ow0 += 8) {
+            int xw0 = ow0 * ${GS};
+            if (ow0 + 8 <= OW) {
+                ${V8} uv = vload8(0, ur + ow0);
+                if (bias) { a0 += uv * (${V8})1; continue; }
+                ${V8} ${", ".join("c%d" % k for k in range(GS))};
+                if (xw0 + ${GNC} <= W) {
+% for k in range(GS):
+                    c${k} = vload8(0, xr + xw0 + ${8 * k});
+% endfor
+                } else {
+% for k in range(GS):
+                    c${k} = ${vec([gld(8 * k + l) for l in range(8)], 8, V8)};
+% endfor
+                }
+% for E in gedges:
+                ${dt} ${gnm(E)} = ${gld(E)};
+% endfor
+% for j, o in enumerate(gwo):
+                a${j} += uv * ${vec([gnm(GS * l + o) for l in range(8)], 8, V8)};
+% endfor
+            } else {                            // the last, partial chunk: lanes past OW are zero in u and x
+% for l in range(8):
+                ${dt} u${l} = ur[min(ow0 + ${l}, OW - 1)];
+                u${l} = ow0 + ${l} < OW ? u${l} : (${dt})0;
+% endfor
+                ${V8} uv = ${vec(["u%d" % l for l in range(8)], 8, V8)};
+                if (bias) { a0 += uv * (${V8})1; continue; }
+% for j, o in enumerate(gwo):
+                a${j} += uv * ${vec(["(ow0 + %d < OW ? %s : (%s)0)" % (l, "(" + gld(GS * l + o) + ")", dt) for l in range(8)], 8, V8)};
+% endfor
+            }
+        }
+    }
+    __global ${dt}* pp = Part + ((I)oc * T + (bias ? KS : ei * ${KWc})) * NBLK + blk;
+% for j in range(KWc):
+    {
+        ${V8} a = a${j};
+        pp[(I)${j} * NBLK] = ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7));
+    }
+%   if j == 0:
+    if (bias) return;
+%   endif
+% endfor
+}
+% endif
 
 // Weight (and bias) gradient from the partials: s = sum_blk part[(oc*T + t)*NBLK + blk] in chunks of 256 (each
 // chunk in order, then the chunk sums in order); t < KS goes to V[v_off + oc*KS + t] (the weight gradient

@@ -34,16 +34,17 @@ def eligible(rt, geom, cin_per_group, mult):
     return mult <= int(rt.profile.get_value("conv", "depthwise_max_mult", 8))
 
 
-def _kernel(rt, dt, idx, name, mr=1, fwo=None, fws=1, bwo=None):
+def _kernel(rt, dt, idx, name, mr=1, fwo=None, fws=1, bwo=None, gwo=None):
     I = np.int64 if idx == "long" else np.int32
     i32 = np.int32
     if name in ("dw_fwd", "dw_bwd_input"):
         types = [None] + [I] * 6 + [None] + [I] * 5 + [None, I, I, i32, None, I] + [i32] * 24
-    elif name == "dw_wgrad_part":
+    elif name in ("dw_wgrad_part", "dw_wgrad_rows"):
         types = [None] + [I] * 6 + [None] + [I] * 6 + [None] + [i32] * 24
     else:
         types = [None, None, I, None, I, I] + [i32] * 4
-    return rt.kernel(_TEMPLATE, name, types, dt=dt, idx=idx, mr=mr, fwo=fwo, fws=fws, bwo=bwo)
+    return rt.kernel(_TEMPLATE, name, types, dt=dt, idx=idx, mr=mr, fwo=fwo, fws=fws, bwo=bwo, gwo=gwo,
+                     gws=fws if gwo else 1)
 
 
 _MAX_SPEC_KW = 7        # the compiled row path (see the template) for kernels up to this wide, strides 1 and 2
@@ -168,10 +169,16 @@ def weight_grad(x, u, geom, wshape, with_bias):
     idx = _idx_type(_span(x), _span(u), CM * T * NBLK + 1)
     tmp = _Tmp(rt)
     part = tmp(CM * T * NBLK * isz)
-    kp = _kernel(rt, dt, idx, "dw_wgrad_part")
-    lx = _local(rt, "dw_wgrad_local", 16, T)
+    gwo = _offsets(geom, (x._stride[4] == 1 or geom.W == 1) and (u._stride[4] == 1 or geom.OW == 1), True)
+    if gwo is not None:         # a work-item per row of taps (and one for the bias)
+        kp = _kernel(rt, dt, idx, "dw_wgrad_rows", fws=geom[3], gwo=gwo)
+        nt = geom.KD * geom.KH + int(bool(with_bias))
+    else:                       # a work-item per tap
+        kp = _kernel(rt, dt, idx, "dw_wgrad_part")
+        nt = T
+    lx = _local(rt, "dw_wgrad_local", 16, nt)
     ly = max(1, min(_local(rt, "dw_local", 64, CM) // lx, CM))
-    rt.launch(kp, (_round_up(T, lx), _round_up(CM, ly), NBLK), (lx, ly, 1), x._storage.cl_buffer(), x._offset,
+    rt.launch(kp, (_round_up(nt, lx), _round_up(CM, ly), NBLK), (lx, ly, 1), x._storage.cl_buffer(), x._offset,
               *x._stride, u._storage.cl_buffer(), u._offset, *u._stride, part, C, CM // C, *geom.sizes(),
               *geom.launch_args(), T, RB, NR, NBLK)
     ks = _kernel(rt, dt, idx, "dw_wgrad_sum")
