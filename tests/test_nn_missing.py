@@ -404,3 +404,24 @@ def test_torch_style_script_under_cltorch(tmp_path):
                        timeout=600, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "done" in p.stdout
+
+
+def test_whole_module_pickles_cross_between_torch_and_cltorch(tmp_path):
+    """A whole torch module saved with torch.save loads in cltorch as the cltorch class (and back)."""
+    T.manual_seed(0)
+    mods = [T.nn.SyncBatchNorm(3), T.nn.Fold((3, 3), 2), T.nn.LPPool2d(2, 2), T.nn.CrossMapLRN2d(3),
+            T.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4]), T.nn.FeatureAlphaDropout(), T.nn.LinearCrossEntropyLoss(4, 5)]
+    for tm in mods:
+        path = tmp_path / "m.pt"
+        T.save(tm, path)
+        cm = torch.load(path, weights_only=False)
+        assert type(cm) is getattr(nn, type(tm).__name__) and repr(cm) == repr(tm)
+        assert list(cm.state_dict().keys()) == list(tm.state_dict().keys())
+        for k, v in tm.state_dict().items():
+            np.testing.assert_array_equal(to_np(cm.state_dict()[k]), v.numpy())
+        torch.save(cm, path)
+        assert type(T.load(path, weights_only=False)) is type(tm)
+    lz = nn.LazyLinear(3)
+    lz(torch.zeros(2, 4))
+    torch.save(lz, tmp_path / "l.pt")
+    assert type(T.load(tmp_path / "l.pt", weights_only=False)) is T.nn.Linear
