@@ -270,6 +270,16 @@ def test_leaf_grad_memory_is_never_shared(device):
     torch.nn.functional.linear(x, w.t()).sum().backward()
     assert np.array_equal(to_np(kept[0]), before)
     assert np.array_equal(to_np(w.grad), 2 * before)
+    # a gradient the caller still holds (backward's gradient argument) is copied; an engine-made one is kept
+    leaf = torch.ones(2, 3, device=device, requires_grad=True)
+    seed = torch.full((2, 3), 2.0, device=device)
+    (leaf * 1.0).backward(seed)
+    seed.add_(5.0)
+    assert to_np(leaf.grad).tolist() == [[2.0] * 3] * 2
+    v = torch.ones(1, 5, device=device, requires_grad=True)
+    (v * 3.0).sum().backward()
+    assert v.grad.stride() == (5, 1) and v.grad.grad_fn is None and not v.grad.requires_grad
+    assert to_np(v.grad).tolist() == [[3.0] * 5]
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -10,7 +10,7 @@ import threading
 
 from .. import _dtype as D
 from .._dispatch import Ctx, is_grad_enabled, set_grad_enabled_raw, set_recorder, _state as _grad_state
-from .._tensor import Tensor
+from .._tensor import Tensor, contiguous_strides
 from ..ops.elementwise import pointwise
 
 __all__ = ["Node", "AccumulateGrad", "run_backward", "RemovableHandle"]
@@ -533,8 +533,8 @@ def _grad_for_leaf(g):
         if base is None:
             if sys.getrefcount(g._storage) <= 2:
                 # a tensor the engine's kernels made (never recorded, no hooks): kept itself, else a new one
-                return g if g.grad_fn is None and not g._requires_grad and not g.__dict__ else \
-                    Tensor._make(g._storage, g._shape)
+                return g if g.grad_fn is None and not g._requires_grad and not g.__dict__ and \
+                    g._stride == contiguous_strides(g._shape) else Tensor._make(g._storage, g._shape)
         elif sys.getrefcount(base) <= 3 and sys.getrefcount(g._storage) <= 3:   # base: g._base, local, argument
             return Tensor._make(g._storage, g._shape)
     if g.is_contiguous() and g.dtype._kind == 2 and g.dtype is not D.float16:
