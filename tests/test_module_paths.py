@@ -53,7 +53,6 @@ NOT_PROVIDED = {
                          "provided", "nn.attention.experimental": "experimental attention APIs",
     "nn.attention.flex_attention": "flex attention needs graph compilation", "nn.attention.varlen": _YET,
     "nn.backends": "internal", "nn.cpp": "C++ module wrappers",
-    "nn.grad": _YET + ": convolution input/weight gradient helpers",
     "nn.parallel.comm": _DP, "nn.parallel.parallel_apply": _DP, "nn.parallel.replicate": _DP,
     "nn.parallel.scatter_gather": _DP,
     "nn.utils.fusion": _YET, "nn.utils.init": _YET, "nn.utils.memory_format": _YET,

@@ -17,3 +17,4 @@ from .modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401,E402
 from .modules.more_layers import (Fold, LPPool1d, LPPool2d, LPPool3d, FeatureAlphaDropout,  # noqa: F401,E402
                                   CrossMapLRN2d, NLLLoss2d)
 from .modules.linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: F401,E402
+from . import grad  # noqa: F401,E402
