@@ -631,3 +631,54 @@ def test_replay_raises_when_the_step_would_launch_otherwise():
     opt.state[m.bias]["step"].fill_(100.0)
     with pytest.raises(RuntimeError, match="no longer launches the work"):
         fn()
+
+
+def test_inplace_chain_on_one_buffer_fuses():
+    """``r.mul_(0.9).add_(x, alpha=0.1)`` (BatchNorm's running statistics) rewrites one buffer twice: one fused
+    launch writes it once, bit-identical to eager; a chain whose second write lands at another offset of the
+    buffer stays two launches."""
+    xn = np.random.default_rng(8).standard_normal(1000).astype(np.float32)
+    x = torch.from_numpy(xn).to(DEV)
+    r_e, r_c = torch.ones(1000, device=DEV), torch.ones(1000, device=DEV)
+    w_e, w_c = torch.ones(1200, device=DEV), torch.ones(1200, device=DEV)
+
+    def make(r, w):
+        def chain():
+            r.mul_(0.9).add_(x, alpha=0.1)
+            w[:1000].mul_(0.5)
+            w[200:].add_(x, alpha=0.25)
+        return chain
+
+    eager, cf = make(r_e, w_e), torch.compile(make(r_c, w_c))
+    with torch.no_grad():
+        for _ in range(5):
+            eager()
+            cf()
+    labels = cf.graphs()[0].labels()
+    assert len(labels) == 3, labels
+    np.testing.assert_array_equal(_np(r_c), _np(r_e))
+    np.testing.assert_array_equal(_np(w_c), _np(w_e))
+    want = np.ones(1000, np.float32)
+    for _ in range(5):
+        want = want * np.float32(0.9) + xn * np.float32(0.1)      # noqa: PLW2901
+    np.testing.assert_allclose(_np(r_c), want, rtol=1e-5)
+
+
+def test_batchnorm_running_stats_replay_as_eager():
+    """The digits CNN's BatchNorm running statistics (an in-place chain per statistic, fused) after compiled
+    steps equal eager's bit for bit."""
+    ex = _example("train_digits")
+    g = torch.Generator().manual_seed(4)
+    batches = [(torch.randn(8, 1, 8, 8, generator=g).to(DEV), torch.randint(0, 10, (8,), generator=g).to(DEV))]
+    bufs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        m = ex.DigitsCNN().to(DEV)
+        opt = torch.optim.SGD(m.parameters(), lr=0.05)
+        step = lambda x, y: (opt.zero_grad(), F.cross_entropy(m(x), y).backward(), opt.step())   # noqa: E731
+        fn = torch.compile(step) if compiled else step
+        for _ in range(7):
+            fn(*batches[0])
+        bufs.append([_np(b) for b in m.buffers()])
+    for a, b in zip(*bufs):
+        np.testing.assert_array_equal(a, b)

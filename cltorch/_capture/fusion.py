@@ -203,8 +203,14 @@ def _groups(entries, infos, uses, live):
 
 def _joins(entries, infos, cand, gframe, outs, j):
     p, ops, ob, oo, n, fr = infos[j]
-    if entries[j][1] is not entries[cand[0]][1] or n != infos[cand[0]][4] or id(ob) in outs:
+    if entries[j][1] is not entries[cand[0]][1] or n != infos[cand[0]][4]:
         return False
+    if id(ob) in outs:
+        # an in-place chain (``running_mean.mul_(0.9).add_(mean, alpha=0.1)``): the member rewrites an earlier
+        # member's output in full, as the same type; the earlier value stays in a register
+        m = infos[outs[id(ob)]]
+        if m[3] != oo or m[0]["out_type"] != p["out_type"]:
+            return False
     if any(infos[c][0].get("to_bool") for c in cand):
         return False
     frame = gframe if fr is None else fr
@@ -218,11 +224,14 @@ def _joins(entries, infos, cand, gframe, outs, j):
 
 
 def _closed(infos, g, uses, live):
-    """Whether every output of ``g`` but the last is an intermediate only members use."""
+    """Whether every output of ``g`` but the last is an intermediate only members use, or the last output's own
+    buffer and offset (which the last member overwrites)."""
     members = set(g)
     last = infos[g[-1]][2]
     for m in g[:-1]:
         ob = infos[m][2]
+        if ob is last and infos[m][3] == infos[g[-1]][3]:
+            continue         # rewritten in full by the last member (an in-place chain, see _joins)
         if id(ob) in live or ob is last or not set(uses.get(id(ob), ())) <= members:
             return False
     return True
