@@ -88,6 +88,7 @@ class Runtime:
         self.queue = cl.CommandQueue(self.ctx, properties=props)
         self._events = []
         self._keepalive = []
+        self._kept = False              # keep() was ever called: launches look for the thread's held storages
         self._touched = _Touched()     # per thread: an exposed host storage was handed to a kernel (finish_if_exposed)
         self._alloc = cltools.ImmediateAllocator(self.queue)
         self.pool = cltools.MemoryPool(self._alloc)
@@ -154,7 +155,7 @@ class Runtime:
         While ``cltorch._capture`` records, the recorder logs the launch and enqueues it (or only logs it)."""
         if self.capture is not None:
             return self.capture.launch(self, k, gsize, lsize, args)
-        keeps = self._touched.keeps
+        keeps = self._touched.keeps if self._kept else None    # (a device with no host memory never looks)
         with self.lock:
             if keeps:       # what this thread fetched is held from now until the queue finished
                 self._keepalive += keeps
@@ -182,6 +183,7 @@ class Runtime:
         the queue has finished the calling thread's next launch: it is held per thread until that launch (another
         thread's synchronize between the fetch and the launch must not drop it), then with the queue's work until
         a synchronize. A thread's own synchronize drops what it holds (fetch buffers right before the launch)."""
+        self._kept = True
         self._touched.keeps.append(obj)  # past KEEP_MAX, the op's closing finish_if_exposed waits (not here: the
                                          # op may still enqueue with storages it fetched before this one)
 

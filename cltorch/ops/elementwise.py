@@ -371,7 +371,7 @@ class _Plan:
     """
 
     __slots__ = ("shape", "stride", "dtype", "device", "numel", "code", "cts", "reads", "kernel", "gs", "ls", "tail",
-                 "vw", "sync", "rt", "np_dtype", "np_strides", "kplan", "remake")
+                 "vw", "sync", "rt", "np_dtype", "np_strides", "kplan", "remake", "nbytes")
 
     def __init__(self, out, shape, code=None, cts=None, ops=(), kernel=None, gs=None, ls=None, tail=None, vw=0,
                  sync=True, remake=None):
@@ -387,6 +387,7 @@ class _Plan:
         self.np_dtype = np.dtype(self.dtype.np)
         self.np_strides = tuple(st * self.np_dtype.itemsize for st in self.stride)
         self.kplan, self.remake = None, remake
+        self.nbytes = self.numel * out.dtype.itemsize      # > 0: empty launches record no plan
 
     def run(self, operands, out):
         if self.code is not None:
@@ -412,10 +413,14 @@ class _Plan:
                 args.append(x._offset)
             else:
                 args.append(x)
-        if out is None:
-            out = Tensor._make(Storage.empty(self.numel, self.dtype, self.device, True), self.shape, self.stride)
-        ost = out._storage
         rt = self.rt
+        if out is None:
+            if host:
+                st = Storage.empty(self.numel, self.dtype, self.device, True)
+            else:           # a device output: Storage.empty's own steps, its runtime and dtype checks done once here
+                st = Storage(self.device, self.dtype, self.numel, None, rt.alloc(self.nbytes), rt, self.nbytes)
+            out = Tensor._make(st, self.shape, self.stride)
+        ost = out._storage
         rt.launch(self.kernel, self.gs, self.ls, ost.cl_buffer() if host else ost.buf, out._offset, *args, *self.tail)
         if host:
             rt.finish_if_exposed()
