@@ -22,8 +22,12 @@
 ##   distance between panels (a_ps between row panels of mr rows, b_ps between column panels of nr
 ##   columns). The same code therefore reads
 ##     A in place (a_ps = mr*a_rs), or packed panels [M/mr][K][mr] (a_ps = K*mr; a_mode "packed");
-##     B in place (b_ps = nr; needs unit column stride and N % nr == 0), or packed panels [N/nr][K][nr]
-##     (b_rs = nr, b_ps = K*nr). Vectors are accessed through element-aligned types (u<type><n>), so no
+##     B in place (b_ps = nr; needs unit column stride and N >= nr), or packed panels [N/nr][K][nr]
+##     (b_rs = nr, b_ps = K*nr).
+##   flags   bit 0: C's columns are contiguous (vector stores of whole tiles); bit 1: B is read in place and
+##           N % nr != 0: the last column panel is read and computed at columns N-nr .. N-1 (in bounds) and
+##           stores only its columns not stored by the panel before (jlo on). Each element's sum is the same
+##           whichever tile computes it, so this gives the bits a packed, zero-padded panel gives. Vectors are accessed through element-aligned types (u<type><n>), so no
 ##     operand needs more than element alignment (cpu tensors over numpy memory are 16-byte aligned).
 ##   Rows past M are clamped to row M-1 (read, never stored); packed panels are zero padded.
 ##   a_mode  "packed": A is read from packed panels with compile-time offsets (one pointer increment per
@@ -93,6 +97,22 @@ typedef ${t}${n} u${t}${n} __attribute__((aligned(${8 if t == "double" else 4}))
         return v if vw == 1 else "%s.s%s" % (v, lanes[e])
     g = SimpleNamespace(io=io, aio=aio, bio=bio, lane=lane, NR=NR, vt=vt, at=at, bt=bt)
 %>
+<%def name="transpose8(t)">
+## t0..t7 (t_q.s_r = a_r.s_q) from a0..a7, vectors of 8 ${t}: three rounds of shuffle2 (pairs, quads, halves).
+<%
+    m = "ulong8" if t == "double" else "uint8"
+    rounds = [("a", "b", 1, "(0,8,2,10,4,12,6,14)", "(1,9,3,11,5,13,7,15)"),
+              ("b", "c", 2, "(0,1,8,9,4,5,12,13)", "(2,3,10,11,6,7,14,15)"),
+              ("c", "t", 4, "(0,1,2,3,8,9,10,11)", "(4,5,6,7,12,13,14,15)")]
+%>
+% for src, dst, h, lo, hi in rounds:
+% for i in range(8):
+% if not i & h:
+            ${t}8 ${dst}${i} = shuffle2(${src}${i}, ${src}${i + h}, (${m})${lo}), ${dst}${i + h} = shuffle2(${src}${i}, ${src}${i + h}, (${m})${hi});
+% endif
+% endfor
+% endfor
+</%def>
 <%def name="pack_kernel(g, name, R, contig)">
 <%
     ls = "1" if contig == "lane" else "ls"
@@ -113,7 +133,20 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
     __global ${acc}* d = P + (I)b * p_bs + ((I)p * K + k0) * ${R};
     int nl = L - p * ${R};
     if (nl >= ${R} && k0 + ${kb} <= K) {
-% if contig == "k":
+% if contig == "k" and kb == 8 and R % 8 == 0:
+        // each group of 8 lanes: 8 vector loads along k, an 8x8 transpose in registers, 8 vector stores
+% for g0 in range(0, R, 8):
+        {
+% for r in range(8):
+            ${acc}8 a${r} = ${g.io.ldv("s", "(I)%d * ls" % (g0 + r), 8)};
+% endfor
+${transpose8(acc)}
+% for q in range(8):
+            *(__global u${acc}8*)(d + ${q * R + g0}) = t${q};
+% endfor
+        }
+% endfor
+% elif contig == "k":
 % for r in range(R):
 % for q in range(kb):
         d[${q * R + r}] = ${g.io.ld("s", "(I)%d * %s + %d" % (r, ls, q))};
@@ -143,7 +176,7 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
         I ro${r} = (I)min(${r}, M - 1 - i0) * a_rs;
 % endfor
 % endif
-        __global const ${g.bt}* bp = B + b_off + (I)b * b_bs + (I)pj * b_ps + (I)(${kstart}) * b_rs;
+        __global const ${g.bt}* bp = B + b_off + (I)b * b_bs + (I)pj * b_ps - (jlo - j0) + (I)(${kstart}) * b_rs;
 </%def>
 <%def name="micro(g, kstart, kend, c='c')">
 ## The micro-kernel: ${c}{r}_{v} += A[i0+r][k] * B[k][j0 + v*vw ...] for k in [kstart, kend).
@@ -165,14 +198,14 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
         }
 </%def>
 <%def name="store_tile(g)">
-## Writes alpha * c + beta * C (C not read when beta == 0) for the tile at (i0, j0).
+## Writes alpha * c + beta * C (C not read when beta == 0) for the tile at (i0, j0), columns from jlo on.
     {
         __global ${dt}* cp = C + c_off + (I)b * c_bs + (I)i0 * c_rs + (I)j0 * c_cs;
 % if c_epi:
         __global const ${dt}* ep = E + e_off + (I)b * e_bs + (I)i0 * e_rs + (I)j0 * e_cs;
 % endif
 % if vw > 1:
-        if (c_vec && i0 + ${mr} <= M && j0 + ${g.NR} <= N${" && e_cs == 1" if c_epi else ""}) {
+        if ((flags & 1) && i0 + ${mr} <= M && j0 + ${g.NR} <= N && j0 == jlo${" && e_cs == 1" if c_epi else ""}) {
 % for r in range(mr):
 % for v in range(nv):
 % if dt == "half":
@@ -197,7 +230,7 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
             if (i0 + ${r} < M) {
 % for v in range(nv):
 % for e in range(vw):
-                if (j0 + ${v * vw + e} < N) {
+                if (j0 + ${v * vw + e} < N && j0 + ${v * vw + e} >= jlo) {
                     I o = ${r} * c_rs + (I)${v * vw + e} * c_cs;
                     ${acc} t = alpha * ${g.lane("c%d_%d" % (r, v), e)};
                     if (beta != (${acc})0) t += beta * ${g.io.ld("cp", "o")};
@@ -224,7 +257,7 @@ ${pack_kernel(g, "gemm_pack_b_any", NR, "")}
 
 __kernel void gemm_main(__global const ${at}* A, I a_off, I a_rs, I a_cs, I a_bs, I a_ps,
                         __global const ${bt}* B, I b_off, I b_rs, I b_bs, I b_ps,
-                        __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs, int c_vec,
+                        __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs, int flags,
                         int M, int N, int K, ${acc} alpha, ${acc} beta${epi_args})
 {
 % if kc == 0:
@@ -232,8 +265,9 @@ __kernel void gemm_main(__global const ${at}* A, I a_off, I a_rs, I a_cs, I a_bs
     // rounding error grows as K/64 + 64 instead of K, as with BLAS's K panels; one order along K was 3-6x
     // further from the float64 product than torch's at K = 700..2000)
     int pi = get_global_id(0), pj = get_global_id(1), b = get_global_id(2);
-    int i0 = pi * ${mr}, j0 = pj * ${NR};
+    int i0 = pi * ${mr}, j0 = pj * ${NR}, jlo = j0;
     if (i0 >= M || j0 >= N) return;
+    if ((flags & 2) && j0 + ${NR} > N) j0 = N - ${NR};     // B in place: the last panel ends at column N
 % for r in range(mr):
 % for v in range(nv):
     ${vt} c${r}_${v} = (${vt})0;
@@ -261,8 +295,9 @@ ${store_tile(g)}
     // tm tiles stacked along M per work-item, K in blocks of kc: the kc x nr slice of B stays in L1 while
     // the tm tiles use it; partial sums wait in a private array between blocks.
     int pj = get_global_id(0), pg = get_global_id(1), b = get_global_id(2);
-    int j0 = pj * ${NR}, ig = pg * ${tm * mr};
+    int j0 = pj * ${NR}, jlo = j0, ig = pg * ${tm * mr};
     if (ig >= M || j0 >= N) return;
+    if ((flags & 2) && j0 + ${NR} > N) j0 = N - ${NR};     // B in place: the last panel ends at column N
     ${vt} part[${tm * mr * nv}];
     for (int t = 0; t < ${tm * mr * nv}; t++) part[t] = (${vt})0;
     for (int k0 = 0; k0 < K; k0 += ${kc}) {

@@ -80,6 +80,7 @@ def _run(rt, M, N, K, dt=np.float32, la="row", lb="row", lc="row", alpha=1.0, be
                                                                 dc[2] * ar.itemsize))
     mask[idx.ravel()] = False
     np.testing.assert_array_equal(out[mask], fc_before[mask])
+    return out
 
 
 SHAPES = [(37, 53, 29), (1, 1, 1), (1, 17, 5), (13, 1, 7), (7, 9, 1), (65, 33, 130), (24, 32, 16), (70, 300, 20)]
@@ -248,3 +249,36 @@ def test_plan_is_cached(rt):
     cl.enqueue_copy(rt.queue, out, bC)
     rt.queue.finish()
     np.testing.assert_allclose(out, 2.0 * A @ A, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("row", [
+    {"mr": 4, "nv": 2, "vw": 8, "lx": 2, "ly": 2, "a_mode": "strided"},
+    {"mr": 3, "nv": 2, "vw": 8, "lx": 3, "ly": 1, "a_mode": "packed", "kc": 7, "tm": 2},
+])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_last_panel_in_place_gives_the_packed_bits(rt, gemm_profile, row, dt):
+    """B read in place with N % nr != 0: the last column panel is computed at columns N-nr.., stores only the
+    columns the panel before left, and gives the bits of the packed (zero-padded) panel; with beta != 0 no
+    element of C is read after another work-item stored it, and C outside its view is untouched (_run)."""
+    outs = {}
+    for b_mode in ("auto", "packed"):
+        gemm_profile({"local": 0, "sizes": [dict(row, b_mode=b_mode)], "sizes_f64": [dict(row, b_mode=b_mode)]})
+        outs[b_mode] = [_run(rt, 29, 40, 70, dt, alpha=0.5, beta=2.0, batch=2),       # nr 16: 40 = 2*16 + 8
+                        _run(rt, 13, 17, 9, dt, la="col", lc="strided", beta=1.0),     # one column past a panel
+                        _run(rt, 7, 31, 130, dt, la="strided", batch=3)]
+        packed = [p.pack_b is not None for k, p in _gemm._plans.items() if k[2:5] in ((29, 40, 70), (7, 31, 130))]
+        assert packed == [b_mode == "packed"] * 2
+    for a, b in zip(outs["auto"], outs["packed"]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16])
+def test_k_contiguous_pack_transposes_in_registers(rt, gemm_profile, dt):
+    """B stored transposed (x @ W.T) and A row-major are packed from k-contiguous sources: lanes in groups
+    of 8 through an 8x8 register transpose (nr, mr multiples of 8), edge panels and k steps by the element
+    copy (checked against numpy in float64 by _run)."""
+    row = {"mr": 8, "nv": 2, "vw": 8, "lx": 2, "ly": 2, "a_mode": "packed", "b_mode": "packed"}
+    gemm_profile({"local": 0, "sizes": [row], "sizes_f64": [row]})
+    _run(rt, 37, 53, 45, dt, lb="col", beta=0.5)           # 45 = 5*8 + 5 k steps, 53 = 3*16 + 5 lanes
+    _run(rt, 40, 48, 64, dt, lb="col", batch=2)            # whole groups only
+    _run(rt, 21, 19, 30, dt, lb="strided", la="strided")   # neither direction contiguous: the general copy

@@ -26,9 +26,10 @@ Profile layout (``devices/*.toml``)::
     ]
     sizes_f64 = [ ... ]  # the same for float64 (falls back to `sizes` with the vector width halved)
 
-``b_mode = "auto"`` reads B in place when that is allowed (unit column stride and ``N % nr == 0``; vector
-accesses need only element alignment, as cpu tensors over numpy memory are 16-byte aligned) and packs it
-otherwise. Optional keys of a ``local = 0`` row: ``kc`` and
+``b_mode = "auto"`` reads B in place when that is allowed (unit column stride and ``N >= nr``; when
+``N % nr != 0`` the last column panel is computed at columns ``N - nr .. N - 1`` and stores only the columns
+the panel before left, so no read passes row ends; vector accesses need only element alignment, as cpu tensors
+over numpy memory are 16-byte aligned) and packs it otherwise. Optional keys of a ``local = 0`` row: ``kc`` and
 ``tm`` (K blocking: each work-item computes ``tm`` tiles stacked along M, K in blocks of ``kc``; 0 = off),
 ``ku`` (k-loop unroll pragma), ``pack_k`` (k steps per pack work-item, 8) and ``pack_local`` (pack
 work-group size, 16). ``lx, ly`` are the main kernel's work-group shape (launch dim 0 runs over row
@@ -330,7 +331,7 @@ class _Plan:
             kc = tm = 0                           # one block of one tile: the plain kernel
         pack_a = cfg["a_mode"] == "packed" and K > 0
         b_mode = cfg["b_mode"]
-        direct_ok = b_cs == 1 and N % nr == 0      # vector accesses need only element alignment
+        direct_ok = b_cs == 1 and N >= nr          # vector accesses need only element alignment
         pack_b = K > 0 and (b_mode == "packed" or not direct_ok)
         Mp, Np = _cdiv(M, mr), _cdiv(N, nr)
         ap_bs = Mp * mr * K
@@ -374,7 +375,8 @@ class _Plan:
         km = rt.kernel(_TEMPLATE, "gemm_main",
                        [None, it, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32,
                         _I32, _I32, _I32, scal, scal], **params)
-        c_vec = int(vw > 1 and c_cs == 1)
+        # flags: bit 0 vector stores of C; bit 1 B in place with its last panel shifted to end at column N
+        flags = int(vw > 1 and c_cs == 1) | (2 if not pack_b and N % nr else 0)
         # dim 0 of the launch: row panels (kc == 0) or column panels (kc > 0); dim 1 the other one
         n0, n1 = (Mp, Np) if not kc else (Np, _cdiv(Mp, tm))
         lx = max(1, min(int(cfg["lx"]), n0))
@@ -383,7 +385,7 @@ class _Plan:
         # (row stride, k stride, batch stride, panel stride) as the kernel reads each operand
         self.a_strides = (1, mr, ap_bs, K * mr) if pack_a else (a_rs, a_cs, a_bs, mr * a_rs)
         self.b_strides = (nr, bp_bs, K * nr) if pack_b else (b_rs, b_bs, nr)
-        self.c_rest = (c_rs, c_cs, c_bs, c_vec, M, N, K)
+        self.c_rest = (c_rs, c_cs, c_bs, flags, M, N, K)
         self.ap_bs, self.bp_bs = ap_bs, bp_bs
         self.run = self._run_reg
 
