@@ -67,7 +67,11 @@ class Storage:
             nb = size * dtype.itemsize
             if 0 < nb <= POOL_BLOCK_MAX:
                 blk = _take_block(nb, for_kernel)
-                st = cls(device, dtype, size, blk[0][:nb].view(dtype.np))
+                host = blk[4]
+                if blk[5] is not dtype or host.size != size:     # the block's last typed view does not fit
+                    host = blk[4] = blk[0][:nb].view(dtype.np)
+                    blk[5] = dtype
+                st = cls(device, dtype, size, host)
                 st._block = blk
                 return st
             return cls(device, dtype, size, host=aligned_empty(size, dtype.np))
@@ -277,7 +281,8 @@ POOL_HELD_MAX = 64 << 20    # bytes of free blocks the pool keeps for reuse; blo
 
 # ------------------------------------------------------------------ the cpu block pool
 # A block is [aligned uint8 array, its zero-copy cl.Buffer, the Runtime of that buffer, the Runtime.syncs count at
-# which it was freed with kernels queued, else -1] (no buffer and runtime until its first kernel). Storage.empty takes one; a dying
+# which it was freed with kernels queued, else -1, the typed view last handed out as a storage's host array, its
+# cltorch dtype] (no buffer and runtime until its first kernel). Storage.empty takes one; a dying
 # storage gives it back only when nothing else can reach its memory: not exposed to numpy, and no view, memoryview or
 # buffer of it alive (reference counts: numpy views of a view hold the owning array, so the owner's count sees every
 # numpy view; a memoryview or ctypes object holds the array it was made from, the storage's own view). The runtime
@@ -315,29 +320,34 @@ def _take_block(nbytes, for_kernel):
         if blk is not None:
             _held[0] -= key
             return blk
-    return [aligned_empty(key, np.uint8), None, None, -1]
+    return [aligned_empty(key, np.uint8), None, None, -1, None, None]
 
 
 # sys.getrefcount inside _give_block of a block nothing else reaches: the owner is held by the block's array, the
 # storage's host view, the local name and getrefcount's argument; the storage's host array by the dying storage,
-# this function's parameter and getrefcount's argument. Checked by tests/test_storage_pool.py.
-_OWNER_REFS, _HOST_REFS = 4, 3
+# the block (its cached view), this function's parameter and getrefcount's argument. Checked by
+# tests/test_storage_pool.py.
+_OWNER_REFS, _HOST_REFS = 4, 4
+_refs = sys.getrefcount
 
 
 def _give_block(blk, host):
-    arr = blk[0]
-    owner = arr.base
-    if sys.getrefcount(host) != _HOST_REFS or host.base is not owner or sys.getrefcount(owner) != _OWNER_REFS:
+    owner = blk[0].base
+    if _refs(host) != _HOST_REFS or _refs(owner) != _OWNER_REFS or host.base is not owner:
         return                 # something else reaches the memory: numpy frees it with the last reference
-    key = arr.nbytes
-    if _held[0] + key > POOL_HELD_MAX:
+    key = blk[0].nbytes
+    held = _held[0] + key
+    if held > POOL_HELD_MAX:
         return
     rt = blk[2]
     # kernels queued before now may use it until the next synchronize ends (pending is set before an enqueue and
     # cleared after the finish, both under the runtime's lock, so a clear flag means they are done)
     blk[3] = rt.syncs if rt is not None and rt.pending else -1
-    _held[0] += key
-    _free_blocks.setdefault(key, []).append(blk)
+    _held[0] = held
+    lst = _free_blocks.get(key)
+    if lst is None:
+        lst = _free_blocks[key] = []
+    lst.append(blk)
 
 
 def release_host_blocks():
