@@ -25,7 +25,9 @@ Two kernels compute each direction (``cl_kernels/conv.cl.mako``):
   ``[conv] col_bytes`` of the device profile.
 
 The choice is made per call by :func:`_algo` (profile keys ``[conv] direct_max_k`` and
-``direct_max_co``); ``set_algorithm("direct" | "gemm" | None)`` forces one (tests use it to check both).
+``direct_max_co``; 1x1 convolutions with stride 1 and no padding always take "gemm", where their three
+directions are plain GEMMs with no im2col: :func:`_pointwise`); ``set_algorithm("direct" | "gemm" | None)``
+forces one (tests use it to check both).
 Depthwise geometries (groups == in_channels, a small channel multiplier) run their own kernels
 (``ops/conv_depthwise.py``) unless an algorithm is forced.
 Only float32 and float64 are computed (float16 inputs are computed in float32 and cast back); integer
