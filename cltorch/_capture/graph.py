@@ -29,9 +29,9 @@ def _char(dt):
 class Graph:
     """The replayable form of a trace (``Graph(trace)``; ``graph.replay()``).
 
-    ``launch_count``: kernels per replay. ``set_args(i, args)`` replaces entry ``i``'s arguments (used to
-    re-derive an optimizer step's scalars before a replay). Raises ValueError for a trace that cannot be
-    replayed (``trace.unsupported``).
+    ``launch_count``: kernels per replay. ``set_args(i, args)`` replaces entry ``i``'s arguments and
+    ``set_scalars(i, first, values)`` some of its scalars (an optimizer step's scalars, Philox offsets, set
+    before a replay). Raises ValueError for a trace that cannot be replayed (``trace.unsupported``).
     """
 
     def __init__(self, trace):
