@@ -100,6 +100,7 @@ class Runtime:
         self.limit = None            # bytes, from set_per_process_memory_fraction
         self.pending = False         # work queued since the last synchronize
         self.syncs = 0               # synchronizes so far (the cpu block pool tells blocks kernels may use by it)
+        self.last_event = None       # the event of the latest launch (``idle``)
         self._checks = {}            # deferred device-side checks (bounds flags), run at the next synchronize
         self.mf = cl.mem_flags
         self._cl_errors = (cl.MemoryError, cl.RuntimeError, cl.LogicError)
@@ -161,10 +162,19 @@ class Runtime:
                 self._keepalive += keeps
                 keeps.clear()
             self.pending = True
-            ev = k(self.queue, gsize, lsize, *args)
+            ev = self.last_event = k(self.queue, gsize, lsize, *args)
         if self.profiling:
             self._events.append((k.function_name, gsize, ev))
         return ev
+
+    def idle(self):
+        """True when no launched kernel is still queued or running: nothing pending, or the latest launch's event
+        complete (the queue is in order). A synchronize then costs next to nothing (numpy forms of small ops use
+        it to decide between waiting and queueing their kernel)."""
+        if not self.pending:
+            return True
+        ev = self.last_event
+        return ev is not None and ev.command_execution_status == 0    # CL_COMPLETE
 
     def kernel_profile(self, reset=True):
         """With CLTORCH_PROFILE_KERNELS=1: {kernel name: (calls, total device ms)} since the last reset."""

@@ -202,17 +202,17 @@ def _aligned(t, vw):
 
 
 def _queued(operands, out):
-    """True when a kernel may still be queued on the runtime of a cpu operand's (or ``out``'s) storage: the numpy
-    form would wait for it, so the op queues its kernel behind it instead."""
+    """True when a kernel is still queued or running on the runtime of a cpu operand's (or ``out``'s) storage
+    (``Runtime.idle``): the numpy form would wait for it, so the op queues its kernel behind it instead."""
     if out is not None:
         rt = out._storage._rt
         if rt is not None and rt.pending:
-            return True
+            return not rt.idle()
     for x in operands:
         if isinstance(x, Tensor):
             rt = x._storage._rt
             if rt is not None and rt.pending:
-                return True
+                return not rt.idle()
     return False
 
 
