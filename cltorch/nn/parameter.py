@@ -6,7 +6,8 @@ attribute registers it in ``module._parameters``. Ops on a Parameter return plai
 """
 from .._tensor import Tensor
 
-__all__ = ["Parameter", "Buffer", "is_lazy"]
+__all__ = ["Parameter", "Buffer", "UninitializedTensorMixin", "UninitializedParameter", "UninitializedBuffer",
+           "is_lazy"]
 
 
 def _empty0():
@@ -74,6 +75,7 @@ class Buffer(Tensor):
         pass
 
 
-def is_lazy(param):
-    """Lazy (uninitialised) parameters are not supported: always False."""
-    return False
+# The placeholders of the Lazy* modules live in ``_uninitialized.py`` (they subclass Parameter); PyTorch exports them
+# from this path. Imported last: ``_uninitialized`` imports ``Parameter`` from here.
+from ._uninitialized import (UninitializedTensorMixin, UninitializedParameter, UninitializedBuffer,  # noqa: E402,F401
+                             is_lazy)

@@ -30,3 +30,10 @@ from .loss import (L1Loss, MSELoss, CrossEntropyLoss, NLLLoss, BCELoss, BCEWithL
                    SmoothL1Loss, HuberLoss, PoissonNLLLoss, GaussianNLLLoss, MarginRankingLoss, HingeEmbeddingLoss,
                    SoftMarginLoss, CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss)
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa
+from .lazy import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+from .sync_batchnorm import SyncBatchNorm  # noqa
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa
+from .more_layers import Fold, LPPool1d, LPPool2d, LPPool3d, FeatureAlphaDropout, CrossMapLRN2d, NLLLoss2d  # noqa
+from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa

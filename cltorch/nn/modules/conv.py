@@ -238,3 +238,8 @@ class ConvTranspose3d(_ConvTransposeNd):
 
 
 __all__ += ["Conv3d", "ConvTranspose3d"]
+
+# PyTorch also exports these from this path; they are defined in lazy.py, which imports this module.
+from ._factory import forward_names as _forward_names  # noqa: E402
+__all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
+__getattr__ = _forward_names(__name__, dict.fromkeys(__all__[-6:], ".lazy"))

@@ -44,3 +44,8 @@ class Dropout3d(_DropoutNd):
 class AlphaDropout(_DropoutNd):
     def forward(self, input):  # noqa: A002
         return F.alpha_dropout(input, self.p, self.training)
+
+# PyTorch also exports these from this path; they are defined in more_layers.py, which imports this module.
+from ._factory import forward_names as _forward_names  # noqa: E402
+__all__ += ["FeatureAlphaDropout"]
+__getattr__ = _forward_names(__name__, dict.fromkeys(__all__[-1:], ".more_layers"))

@@ -1,4 +1,5 @@
-"""PyTorch's ``torch.nn.modules.fold`` path: ``Unfold`` (defined in ``flatten.py``). ``Fold`` is not provided yet."""
+"""PyTorch's ``torch.nn.modules.fold`` path: ``Fold`` (in ``more_layers.py``) and ``Unfold`` (in ``flatten.py``)."""
 from .flatten import Unfold  # noqa: F401
+from .more_layers import Fold  # noqa: F401
 
-__all__ = ["Unfold"]
+__all__ = ["Fold", "Unfold"]

@@ -83,3 +83,8 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+# PyTorch also exports these from this path; they are defined in lazy.py, which imports this module.
+from ._factory import forward_names as _forward_names  # noqa: E402
+__all__ += ["LazyLinear"]
+__getattr__ = _forward_names(__name__, dict.fromkeys(__all__[-1:], ".lazy"))

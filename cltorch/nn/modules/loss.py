@@ -241,3 +241,9 @@ class CTCLoss(_Loss):
 
 
 __all__ += ["MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]
+
+# PyTorch also exports these from this path; they are defined in modules that import this one.
+from ._factory import forward_names as _forward_names  # noqa: E402
+__all__ += ["NLLLoss2d"]
+__all__ += ["LinearCrossEntropyLoss"]
+__getattr__ = _forward_names(__name__, {"NLLLoss2d": ".more_layers", "LinearCrossEntropyLoss": ".linear_cross_entropy"})

@@ -280,3 +280,8 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+# PyTorch also exports these from this path; they are defined in more_layers.py, which imports this module.
+from ._factory import forward_names as _forward_names  # noqa: E402
+__all__ += ["CrossMapLRN2d"]
+__getattr__ = _forward_names(__name__, dict.fromkeys(__all__[-1:], ".more_layers"))

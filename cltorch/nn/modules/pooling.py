@@ -224,3 +224,8 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
 
 __all__ += ["MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "MaxUnpool1d",
             "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d", "FractionalMaxPool3d"]
+
+# PyTorch also exports these from this path; they are defined in more_layers.py, which imports this module.
+from ._factory import forward_names as _forward_names  # noqa: E402
+__all__ += ["LPPool1d", "LPPool2d", "LPPool3d"]
+__getattr__ = _forward_names(__name__, dict.fromkeys(__all__[-3:], ".more_layers"))
