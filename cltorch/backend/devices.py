@@ -103,6 +103,11 @@ _cache = []
 _unusable = []   # (name, platform, reason) of devices whose compiler failed the check below
 
 _CHECK_SOURCE = "__kernel void cltorch_compiler_check(__global float* a) { a[get_global_id(0)] *= 2.0f; }"
+# A wide vector through a builtin, as the Philox, GEMM and norm kernels use them: a compiler that targets a CPU
+# without the features its builtin library was built for warns that the vector argument "changes the ABI".
+_CHECK_SOURCE_WIDE = ("__kernel void cltorch_compiler_check_wide(__global float16* a) "
+                      "{ a[get_global_id(0)] = sqrt(a[get_global_id(0)]); }")
+_CHECK_VERSION = "2"    # part of the cached verdict's key: a stricter check re-judges devices judged before
 
 
 def _verdict_path():
@@ -111,16 +116,20 @@ def _verdict_path():
 
 
 def _compiler_check(dev, platform):
-    """None if the device's OpenCL C compiler builds a one-line kernel, else the first lines of its build log.
+    """None if the device's OpenCL C compiler builds the check kernels cleanly (in a child process: see
+    :func:`_check_in_child`), else the reason (the first lines of its build log).
 
-    A driver can list a device it cannot compile for (pip's PoCL 3.0, built on LLVM 14, names a CPU that
-    LLVM does not know 'generic' and every build fails with "unknown target CPU 'generic'"). Such a device
-    is left out of the device list instead of failing at the first op. The verdict is cached on disk per
-    platform, device and driver version (a build takes about 0.5 s; a cached verdict a file read).
+    A driver can list a device it cannot compile for. pip's PoCL 3.0 is built on LLVM 14: on a CPU newer than
+    LLVM 14 it names the CPU 'generic' and either every build fails ("unknown target CPU 'generic'", seen on
+    AMD Zen 5) or the builds target a CPU without the vector features its builtin library was compiled with:
+    the compiler then warns that a wide vector argument "changes the ABI", and larger float64 kernels fail to
+    link ("Final linking of kernel gemm_main failed") or come back without their kernels (INVALID_KERNEL_NAME),
+    seen on an AMD EPYC with AVX-512. Either way the device is left out of the device list instead of failing
+    at the first op. The verdict is cached on disk per platform, device, driver version and check version (a
+    check takes about 1 s once per machine; a cached verdict a file read).
     """
     import json
-    import pyopencl as cl
-    key = "|".join((platform.name, platform.version, dev.name, dev.version, dev.driver_version))
+    key = "|".join((platform.name, platform.version, dev.name, dev.version, dev.driver_version, _CHECK_VERSION))
     path = _verdict_path()
     try:
         verdicts = json.loads(path.read_text())
@@ -128,16 +137,7 @@ def _compiler_check(dev, platform):
         verdicts = {}
     if key in verdicts:
         return verdicts[key]
-    import warnings
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")          # a compiler's informational output is no failure
-            cl.Program(cl.Context([dev]), _CHECK_SOURCE).build(devices=[dev])
-        verdict = None
-    except Exception as e:  # noqa: BLE001 - any failure to build means the device is unusable
-        lines = [ln.strip() for ln in str(e).splitlines()
-                 if ln.strip() and not ln.startswith(("Build on", "(options:"))]  # the log, not this process's paths
-        verdict = "; ".join(ln for ln in lines if "clBuildProgram failed" not in ln)[:300] or type(e).__name__
+    verdict = _check_in_child(platform.name, dev.name, dev.driver_version)
     verdicts[key] = verdict
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -147,6 +147,55 @@ def _compiler_check(dev, platform):
     except OSError:
         pass
     return verdict
+
+
+_CHILD_CHECK = r"""
+import json, sys, warnings
+import pyopencl as cl
+plat, name, driver, sources = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+devs = [d for p in cl.get_platforms() if p.name == plat for d in p.get_devices()
+        if d.name == name and d.driver_version == driver]
+if not devs:
+    print(json.dumps("the device is not listed by its driver")); sys.exit(0)
+dev = devs[0]
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # a compiler's informational output is no failure
+        prg = cl.Program(cl.Context([dev]), "\n".join(sources)).build(devices=[dev])
+    log = prg.get_build_info(dev, cl.program_build_info.LOG) or ""
+    abi = [ln.split(">:", 1)[-1].split("warning:", 1)[-1].strip() for ln in log.splitlines()
+           if "changes the ABI" in ln]     # the message, without the compiler's scratch-file path
+    verdict = None if not abi else (
+        "the compiler targets a CPU without the vector features of its own builtin library (" + abi[0][:160]
+        + "); float64 and wide-vector kernels fail to link")
+except Exception as e:
+    lines = [ln.strip() for ln in str(e).splitlines()
+             if ln.strip() and not ln.startswith(("Build on", "(options:"))]  # the log, not this process's paths
+    verdict = "; ".join(ln for ln in lines if "clBuildProgram failed" not in ln)[:300] or type(e).__name__
+print(json.dumps(verdict), flush=True)
+"""
+
+
+def _check_in_child(platform_name, device_name, driver_version):
+    """Build the check kernels in a child process: a driver whose compiler crashes, or leaves the process to
+    abort at exit (pip's PoCL 3.0 beside Intel's runtime, each with its own LLVM, after a build that warned),
+    must not take the caller's process with it. None when the build succeeds cleanly, else the reason."""
+    import json
+    import subprocess
+    import sys
+    try:
+        r = subprocess.run([sys.executable, "-c", _CHILD_CHECK, platform_name, device_name, driver_version,
+                            json.dumps([_CHECK_SOURCE, _CHECK_SOURCE_WIDE])],
+                           capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"the compiler check did not finish: {e}"[:300]
+    for line in reversed(r.stdout.splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    tail = " ".join(r.stderr.split())[-200:]
+    return f"the compiler check crashed (exit {r.returncode}): {tail}"
 
 
 _simulators = []  # (name, platform) of simulator devices left out of the list (see list_devices)
