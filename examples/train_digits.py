@@ -91,6 +91,33 @@ def save_checkpoint(path, model, opt, sched, epoch, history):
                 "epoch": epoch, "history": history}, path)
 
 
+def resume_schedule(sched, saved):
+    """Continue the OneCycle schedule ``sched`` (built for this run's ``--epochs``) from the checkpoint's scheduler
+    state ``saved``.
+
+    A schedule of the same length is restored as saved. A run resumed with a different ``--epochs`` keeps the new
+    schedule's length and phases (a OneCycle state carries its ``total_steps``, and stepping past it raises) and
+    restores only what stays valid: the number of steps already taken. The learning rate (and AdamW's beta1) are
+    then set to the new schedule's values at that step, so training to a larger ``--epochs`` continues the one
+    cycle stretched over the whole run, as if it had been started with that many epochs.
+    """
+    if saved.get("total_steps") == sched.total_steps:
+        sched.load_state_dict(saved)
+        return
+    done = saved["last_epoch"]
+    if done >= sched.total_steps:
+        # Nothing left to train (the epoch loop is empty); keep the saved state as it is.
+        sched.load_state_dict(saved)
+        return
+    fresh = sched.state_dict()
+    sched.load_state_dict({**saved, "total_steps": fresh["total_steps"],
+                           "_schedule_phases": fresh["_schedule_phases"]})
+    sched.last_epoch = done - 1
+    sched.step()              # recomputes lr / momentum for step `done` on the longer schedule
+    print(f"scheduler rebuilt for {sched.total_steps} steps (was {saved['total_steps']}), continuing at step "
+          f"{done}, lr {sched.get_last_lr()[0]:.3g}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Train a small CNN on scikit-learn's digits with cltorch.")
     ap.add_argument("--device", default="cl", help="cpu, cl, cl:N, cl:amd ... (default: cl)")
@@ -128,9 +155,9 @@ def main(argv=None):
         ck = torch.load(args.checkpoint, map_location=device)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
-        sched.load_state_dict(ck["scheduler"])
         start_epoch, history = ck["epoch"], ck["history"]
         print(f"resumed from {args.checkpoint} at epoch {start_epoch}")
+        resume_schedule(sched, ck["scheduler"])
 
     try:
         from tqdm import tqdm

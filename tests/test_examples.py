@@ -64,6 +64,43 @@ def test_train_digits_checkpoint_and_resume(tmp_path):
     assert state2["scheduler"]["last_epoch"] == 10
 
 
+def test_train_digits_resume_to_more_epochs(tmp_path):
+    """A full epoch, then --resume with a larger --epochs: the saved OneCycle state was built for one epoch's
+    steps (stepping past them raises in PyTorch), so the script rebuilds the schedule for two epochs and
+    continues from the saved step count; the second epoch trains (the test loss falls) and the final
+    learning rate is that of a two-epoch schedule stepped straight through."""
+    import cltorch
+    ck = tmp_path / "ck.pt"
+    args = ["--workers", "0", "--no-progress", "--checkpoint", ck, "--seed", "1"]
+    _run([EX / "train_digits.py", "--epochs", "1", *args], tmp_path)
+    s1 = cltorch.load(str(ck), map_location="cpu")
+    spe = s1["scheduler"]["total_steps"]
+    assert s1["epoch"] == 1 and s1["scheduler"]["last_epoch"] == spe and spe == 1437 // 64
+    out = _run([EX / "train_digits.py", "--epochs", "2", "--resume", *args], tmp_path)
+    assert f"resumed from {ck} at epoch 1" in out
+    assert re.search(rf"scheduler rebuilt for {2 * spe} steps \(was {spe}\), continuing at step {spe}", out), out
+    m = re.search(r"epoch +2 +test loss ([\d.]+) +test accuracy ([\d.]+)%", out)
+    assert m, out
+    s2 = cltorch.load(str(ck), map_location="cpu")
+    assert s2["epoch"] == 2 and [h["epoch"] for h in s2["history"]] == [1, 2]
+    assert s2["scheduler"]["last_epoch"] == 2 * spe and s2["scheduler"]["total_steps"] == 2 * spe
+    assert s2["model"]["features.1.num_batches_tracked"].item() == 2 * spe
+    l1, l2 = s1["history"][0]["test_loss"], s2["history"][1]["test_loss"]
+    assert math.isfinite(l2) and l2 < l1 and l2 < 1.0, (l1, l2)          # ln 10 = 2.30 untrained
+    assert s2["history"][1]["test_acc"] == pytest.approx(float(m.group(2)) / 100, abs=1e-4)
+    assert s2["history"][1]["test_acc"] > 0.8, s2["history"]
+    # The learning rate and beta1 are those of a two-epoch cycle run straight through (3e-3: the script's --lr).
+    p = cltorch.nn.Parameter(cltorch.zeros(1))
+    opt = cltorch.optim.AdamW([p], lr=3e-3)
+    sched = cltorch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=2 * spe)
+    for _ in range(2 * spe):
+        opt.step()
+        sched.step()
+    group = s2["optimizer"]["param_groups"][0]
+    assert group["lr"] == pytest.approx(opt.param_groups[0]["lr"], rel=1e-9)
+    assert group["betas"][0] == pytest.approx(opt.param_groups[0]["betas"][0], rel=1e-9)
+
+
 def test_train_charlm_few_steps(tmp_path):
     out = _run([EX / "train_charlm.py", "--max-steps", "3", "--sample-chars", "5", "--block", "32", "--d-model", "32",
                 "--layers", "1", "--time-limit", "60", "--no-progress"], tmp_path)
