@@ -55,7 +55,7 @@ NOT_PROVIDED = {
     "nn.backends": "internal", "nn.cpp": "C++ module wrappers",
     "nn.parallel.comm": _DP, "nn.parallel.parallel_apply": _DP, "nn.parallel.replicate": _DP,
     "nn.parallel.scatter_gather": _DP,
-    "nn.utils.memory_format": _YET, "nn.utils.prune": _YET,
+    "nn.utils.memory_format": _YET,
     "utils.backcompat": "internal", "utils.backend_registration": "PyTorch's privateuse1 backend registration",
     "utils.benchmark": _YET + ": timing utilities", "utils.bundled_inputs": "TorchScript bundled inputs",
     "utils.collect_env": "PyTorch's environment report script", "utils.cpp_backtrace": "C++ backtraces",
