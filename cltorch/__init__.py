@@ -64,6 +64,7 @@ from ._deterministic import (use_deterministic_algorithms, are_deterministic_alg
                              is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
                              get_deterministic_debug_mode)
 from . import distributions  # noqa: E402,F401
+from . import func  # noqa: E402,F401  (torch.func: grad, vjp, jvp, jacrev, vmap, ...)
 from .serialization import save, load
 
 __version__ = "0.1.0"

@@ -41,7 +41,7 @@ NOT_PROVIDED = {
     **{"distributions." + m: "distribution " + "needs a gamma sampler (cltorch has no _standard_gamma)" for m in ['beta', 'chi2', 'dirichlet', 'fishersnedecor', 'gamma', 'inverse_gamma', 'studentT', 'wishart', 'lkj_cholesky', 'negative_binomial', 'kumaraswamy']},
     **{"distributions." + m: _YET for m in ['binomial', 'cauchy', 'constraint_registry', 'continuous_bernoulli', 'generalized_pareto', 'geometric', 'gumbel', 'half_cauchy', 'half_normal', 'logistic_normal', 'lowrank_multivariate_normal', 'mixture_same_family', 'multinomial', 'pareto', 'relaxed_bernoulli', 'relaxed_categorical', 'von_mises', 'weibull']},
     "export": "graph capture (torch.export) is not provided", "fx": "graph capture (torch.fx) is not provided",
-    "package": "torch.package archives are not provided", "func": "functorch transforms (vmap, grad) not provided",
+    "package": "torch.package archives are not provided",
     "library": "custom-op registration into PyTorch's dispatcher (use cltorch.autograd.Function)",
     "nested": "nested tensors are not provided", "masked": "masked tensors are not provided",
     "sparse": "sparse tensors are not provided", "overrides": "__torch_function__ overrides are not provided",
