@@ -406,3 +406,24 @@ def rowsum(v):
     first_order = CF.grad(ci)({k: C(v) for k, v in p.items()}, C(x2), C(y2))
     assert not np.allclose(ours["w"].cpu().numpy(), first_order["w"].cpu().numpy())   # the second-order term is there
     close(CF.grad(lambda v: CF.vmap(cr)(v).sum())(C(xs[2])), TF.grad(lambda v: TF.vmap(tr)(v).sum())(xs[2]), 1e-5)
+
+
+def test_closure_parameters_keep_their_history(xs):
+    """As torch.func composes with torch.autograd: a module captured by the function keeps its parameters'
+    history in grad's and jacrev's results (and only then do results require grad)."""
+    tm, cm, data, _ = _model_and_data()
+    tg = TF.grad(lambda v: tm(v).pow(2).sum())(data[0])
+    cg = CF.grad(lambda v: cm(v).pow(2).sum())(C(data[0]))
+    close(cg, tg, 1e-5)
+    assert cg.requires_grad and tg.requires_grad
+    tg.sum().backward()
+    cg.sum().backward()
+    for (k, tp), (_, cp) in zip(tm.named_parameters(), cm.named_parameters()):
+        close(cp.grad, tp.grad, 1e-5)
+    tj = TF.jacrev(lambda v: tm(v))(data[1])
+    cj = CF.jacrev(lambda v: cm(v))(C(data[1]))
+    close(cj, tj, 1e-5)
+    assert cj.requires_grad
+    with cltorch.no_grad():
+        assert not CF.grad(lambda v: cm(v).sum())(C(data[0])).requires_grad
+    assert not CF.grad(lambda v: (v * C(data[2])).sum())(C(data[0])).requires_grad

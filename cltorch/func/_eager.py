@@ -5,10 +5,9 @@ How the transforms nest. Each call wraps the differentiated inputs in fresh grap
 .requires_grad_()``, or ``x.view_as(x)`` when the graph must reach ``x``), runs the function under
 ``enable_grad`` and takes the gradient. The gradient keeps its graph (``create_graph=True``) when another
 ``cltorch.func`` transform encloses this one (so ``grad(grad(f))``, ``jacfwd(jacrev(f))``, MAML's inner step work) or
-when a differentiated input itself requires grad (so ``y = grad(f)(x); y.sum().backward()`` works, as PyTorch's
-transforms compose with ``torch.autograd``). Otherwise results come back detached, as PyTorch's do. One difference:
-at the outermost level a tensor captured by closure (not passed as an argument) that requires grad is not kept in
-the results' graph.
+when the function's graph reaches a tensor that requires grad from outside: a differentiated input itself, or a
+tensor the function captures (a module's parameters), so ``y = grad(f)(x); y.sum().backward()`` works, as
+PyTorch's transforms compose with ``torch.autograd``. Otherwise results come back detached, as PyTorch's do.
 
 Forward mode. There is no forward-mode AD here, so ``jvp``/``linearize`` use the double-vjp trick (exact, not a
 finite difference): ``g(u) = u^T J`` is linear in ``u``, and ``J t`` is the gradient of ``g(u) . t`` with respect to
@@ -20,6 +19,7 @@ import functools
 from .._dispatch import is_grad_enabled
 from .._tensor import Tensor
 from ..autograd import grad as _ag_grad, enable_grad
+from ..autograd.graph import AccumulateGrad
 from ..ops.creation import zeros, zeros_like
 from ..ops.joins import stack
 from ._pytree import tree_flatten, tree_unflatten, spec_str
@@ -39,6 +39,31 @@ class _level:
 
 def _keep_graph(tensors):
     return _DEPTH[0] > 0 or (is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in tensors))
+
+
+def _reaches_outside(outs, prepared):
+    """True when the graph of ``outs`` reaches a leaf that requires grad other than the
+    ``prepared`` inputs (a tensor the function captured), so results must keep their graph."""
+    mine = {id(t) for t in prepared}
+    stack, seen = [], set()
+    for o in outs:
+        if isinstance(o, Tensor) and o.requires_grad:
+            if o.grad_fn is None:
+                if id(o) not in mine:
+                    return True
+            else:
+                stack.append(o.grad_fn)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, AccumulateGrad):
+            if id(n.variable) not in mine:
+                return True
+            continue
+        stack.extend(e[0] for e in n.edges if e is not None)
+    return False
 
 
 def _prepare(x, keep):
@@ -129,6 +154,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             if not isinstance(v, Tensor):
                 raise ValueError(f"Thing passed to transform API must be Tensor, got {type(v)}")
         keep = _keep_graph(leaves)
+        outer_grad = is_grad_enabled()
         with _level(), enable_grad():
             new = [_prepare(v, keep) for v in leaves]
             out = func(*_replace(args, an, tree_unflatten(new, spec)), **kwargs)
@@ -138,6 +164,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             if out.dim() != 0:
                 raise RuntimeError(f"{api}: Expected f(*args) to return a scalar Tensor, got tensor with "
                                    f"{out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+            keep = keep or (outer_grad and _reaches_outside([out], new))
             g = _grads([out], new, [None], keep)
         g = tree_unflatten(g, spec)
         out = out if keep else out.detach()
@@ -180,12 +207,14 @@ def vjp(func, *primals, has_aux=False):
     api = "vjp(f, *primals)"
     leaves, spec = tree_flatten(primals)
     keep = _keep_graph(leaves)
+    outer_grad = is_grad_enabled()
     with _level(), enable_grad():
         new = [_prepare(v, keep) for v in leaves]
         out = func(*tree_unflatten(new, spec))
         out, aux = _split_aux(out, has_aux, api)
         out_leaves, out_spec = tree_flatten(out)
         _check_out_tensors(out_leaves, api)
+        keep = keep or (outer_grad and _reaches_outside(out_leaves, new))
 
     def vjp_fn(cotangents, *, retain_graph=True, create_graph=None):
         c_leaves, c_spec = tree_flatten(cotangents)
@@ -199,7 +228,7 @@ def vjp(func, *primals, has_aux=False):
             if tuple(c.shape) != tuple(o.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {c.shape} and output[{i}] has "
                                    f"a shape of {o.shape}.")
-        cg = create_graph if create_graph is not None else _keep_graph(list(leaves) + list(c_leaves))
+        cg = create_graph if create_graph is not None else keep or _keep_graph(c_leaves)
         with _level():
             g = _grads(out_leaves, new, c_leaves, cg)
         return tuple(tree_unflatten(g, spec))
@@ -228,6 +257,7 @@ class _Linear:
 
     def __init__(self, func, leaves, spec, api, has_aux):
         self.api = api
+        outer_grad = is_grad_enabled()
         with _level(), enable_grad():
             self.new = [_prepare(v, True) for v in leaves]
             out = func(*tree_unflatten(self.new, spec))
@@ -237,6 +267,7 @@ class _Linear:
                 if not isinstance(o, Tensor):
                     raise RuntimeError(f"{api}: expected f(*args) to return only tensors, got unsupported type "
                                        f"{type(o)}")
+            self.outside = outer_grad and _reaches_outside(self.out_leaves, self.new)
             self.us = [zeros_like(o).requires_grad_(True) if o.requires_grad else None for o in self.out_leaves]
             live = [(o, u) for o, u in zip(self.out_leaves, self.us) if u is not None]
             self.g = [None] * len(self.new)
@@ -289,6 +320,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     _check_tangents(p_leaves, p_spec, t_leaves, t_spec, api)
     keep = _keep_graph(p_leaves + t_leaves)
     lin = _Linear(func, p_leaves, p_spec, api, has_aux)
+    keep = keep or lin.outside
     jv = lin.apply(t_leaves, keep, strict)
     out = _detach_tree(lin.out, keep)
     if has_aux:
@@ -307,6 +339,7 @@ def linearize(func, *primals):
             raise RuntimeError(f"{api}: Expected primals to only contain Tensors, got {type(v)}")
     keep = _keep_graph(p_leaves)
     lin = _Linear(func, p_leaves, p_spec, api, False)
+    keep = keep or lin.outside
 
     def jvp_fn(*tangents):
         t_leaves, t_spec = tree_flatten(tangents)
@@ -324,6 +357,7 @@ def _jacobian(func, argnums, has_aux, api, args, kwargs):
         if not isinstance(v, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(v)}")
     keep = _keep_graph(leaves)
+    outer_grad = is_grad_enabled()
     with _level(), enable_grad():
         new = [_prepare(v, keep) for v in leaves]
         out = func(*_replace(args, an, tree_unflatten(new, spec)), **kwargs)
@@ -332,6 +366,7 @@ def _jacobian(func, argnums, has_aux, api, args, kwargs):
         for o in out_leaves:
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"{api}: Expected f(*args) to return only Tensors, got {type(o)}")
+        keep = keep or (outer_grad and _reaches_outside(out_leaves, new))
         jacs = []
         for o in out_leaves:
             n = o.numel()
