@@ -208,6 +208,8 @@ def defbinary(name, expr, rule="same", backward=None, inplace=True, reflect=None
             r = run_inplace(self, name + "_", fn, other)
             if r is not None:
                 return r
+            if rule == "bool" and self.dtype is not D.bool:   # the kernel writes bool: compute, then cast in
+                return self.copy_(call(op, self, other))
             op.forward(None, self, other, out=self)
             self._storage.version += 1
             return self

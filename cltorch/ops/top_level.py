@@ -1,6 +1,7 @@
 """Top-level names PyTorch scripts call that are thin forms of existing ops: ``clamp_min``, ``clamp_max``,
 ``arctan2`` (and ``Tensor.arctan2``/``arctan2_``), ``from_dlpack``, ``frombuffer`` and the in-place top-level
-functions ``torch.exp_(t)``, ``torch.sigmoid_(t)``... (each calls the Tensor method of that name)."""
+functions ``torch.exp_(t)``, ``torch.sigmoid_(t)``... and ``torch.arcsinh(t)``, ``torch.is_signed(t)``... (each
+calls the Tensor method of that name)."""
 import numpy as np
 
 from .. import _dtype as D
@@ -112,7 +113,13 @@ _INPLACE = ["abs_", "acos_", "acosh_", "asin_", "asinh_", "atan_", "atanh_", "ce
             "expm1_", "fill_", "fix_", "floor_", "frac_", "gcd_", "i0_", "index_put_", "lcm_", "ldexp_",
             "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_",
             "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_",
-            "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_"]
+            "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_",
+            "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_", "as_strided_",
+            "conj_physical_", "resize_as_sparse_"]
+# torch.X(t, *args) for Tensor methods PyTorch also has at top level that no op module exports
+_METHODS = ["arccosh", "arcsinh", "arctanh", "hardshrink", "prelu", "is_neg", "is_same_size", "is_signed",
+            "dequantize", "int_repr", "q_scale", "q_zero_point", "q_per_channel_scales", "q_per_channel_zero_points",
+            "q_per_channel_axis", "qscheme", "smm", "sspaddmm"]
 
 
 def _inplace(name):
@@ -123,4 +130,14 @@ def _inplace(name):
     return f
 
 
+def _method_function(name):
+    def f(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"PyTorch's ``torch.{name}(input, ...)``: ``input.{name}(...)``."
+    return f
+
+
+# both kinds: cltorch/__init__.py adds each name it does not define already
 inplace_functions = {n: _inplace(n) for n in _INPLACE if hasattr(Tensor, n)}
+inplace_functions.update((n, _method_function(n)) for n in _METHODS if hasattr(Tensor, n))
