@@ -1,11 +1,11 @@
 """Adagrad (``torch.optim.Adagrad``)."""
 from ._common import check_lr, check_modes, check_nonneg, scalar
-from .optimizer import Optimizer, _as_step, _bump_step, _full_like
+from .optimizer import FusedOptimizer, _as_step, _full_like
 
 __all__ = ["Adagrad"]
 
 
-class Adagrad(Optimizer):
+class Adagrad(FusedOptimizer):
     r"""Adagrad (Duchi et al., 2011).
 
     The update is the pseudo-code of PyTorch's ``torch.optim.Adagrad`` documentation, at step ``t``::
@@ -52,24 +52,20 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self.state[p]["sum"].share_memory_()
 
-    def step(self, closure=None):
-        """One Adagrad step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        return self._fused_step(closure)
+    _algo = "adagrad"
 
-    def _group_plan(self, group):
-        """The host half of one adagrad step for ``group`` (see ``Optimizer._group_plan``)."""
-        lr = scalar(group["lr"])
-        decay = scalar(group["lr_decay"])
+    def _plan_hyper(self, group):
         wd = scalar(group["weight_decay"])
-        eps = scalar(group["eps"])
-        flags = dict(wd=wd != 0, maximize=group["maximize"])
-        items = []
-        for p, g in self._grads_of(group):
-            st = self.state[p]
-            if len(st) == 0:
-                st["step"] = _as_step(0.0)
-                st["sum"] = _full_like(p, self.defaults["initial_accumulator_value"])
-            t = _bump_step(st["step"])
-            clr = lr / (1 + (t - 1) * decay)
-            items.append((p, g, [st["sum"]], (-clr, wd, eps)))
-        return "adagrad", flags, items
+        return (dict(wd=wd != 0, maximize=group["maximize"]),
+                (scalar(group["lr"]), scalar(group["lr_decay"]), wd, scalar(group["eps"])))
+
+    @staticmethod
+    def _new_state(p, name, group):
+        # a parameter added after construction (add_param_group): its group's initial_accumulator_value
+        return _full_like(p, group["initial_accumulator_value"])
+
+    @staticmethod
+    def _plan_scalars(h, t):
+        lr, decay, wd, eps = h
+        clr = lr / (1 + (t - 1) * decay)
+        return (-clr, wd, eps)

@@ -1,11 +1,11 @@
 """Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
 from ._common import check_betas, check_lr, check_modes, check_nonneg, scalar
-from .optimizer import Optimizer, _as_step, _bump_step, _zeros_like
+from .optimizer import FusedOptimizer
 
 __all__ = ["Adam", "AdamW"]
 
 
-class Adam(Optimizer):
+class Adam(FusedOptimizer):
     r"""Adam (Kingma & Ba, 2015), with AMSGrad (Reddi et al., 2018) and optional decoupled weight decay.
 
     The update is the pseudo-code of PyTorch's ``torch.optim.Adam`` documentation, at step ``t``::
@@ -45,40 +45,21 @@ class Adam(Optimizer):
     _group_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
                            differentiable=False, decoupled_weight_decay=False, fused=None)
 
-    def step(self, closure=None):
-        """One Adam step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        return self._fused_step(closure)
+    _algo = "adam"
 
-    def _group_plan(self, group):
-        """The host half of one adam step for ``group`` (see ``Optimizer._group_plan``)."""
+    def _plan_hyper(self, group):
         lr = scalar(group["lr"])
         b1, b2 = (scalar(b) for b in group["betas"])
-        wd = scalar(group["weight_decay"])
-        eps = scalar(group["eps"])
-        ams = group["amsgrad"]
-        flags = dict(wd=wd != 0, decoupled=group["decoupled_weight_decay"], amsgrad=ams,
-                     maximize=group["maximize"])
-        cache = {}
-        items = []
-        for p, g in self._grads_of(group):
-            st = self.state[p]
-            if len(st) == 0:
-                st["step"] = _as_step(0.0)
-                st["exp_avg"] = _zeros_like(p)
-                st["exp_avg_sq"] = _zeros_like(p)
-                if ams:
-                    st["max_exp_avg_sq"] = _zeros_like(p)
-            if ams and "max_exp_avg_sq" not in st:
-                st["max_exp_avg_sq"] = _zeros_like(p)
-            t = _bump_step(st["step"])
-            sc = cache.get(t)
-            if sc is None:
-                bc1 = 1 - b1 ** t
-                bc2 = 1 - b2 ** t
-                sc = cache[t] = (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, -(lr / bc1), bc2 ** 0.5, eps)
-            states = [st["exp_avg"], st["exp_avg_sq"]] + ([st["max_exp_avg_sq"]] if ams else [])
-            items.append((p, g, states, sc))
-        return "adam", flags, items
+        flags = dict(wd=scalar(group["weight_decay"]) != 0, decoupled=group["decoupled_weight_decay"],
+                     amsgrad=group["amsgrad"], maximize=group["maximize"])
+        return flags, (lr, b1, b2, scalar(group["weight_decay"]), scalar(group["eps"]))
+
+    @staticmethod
+    def _plan_scalars(h, t):
+        lr, b1, b2, wd, eps = h
+        bc1 = 1 - b1 ** t
+        bc2 = 1 - b2 ** t
+        return (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, -(lr / bc1), bc2 ** 0.5, eps)
 
 
 class AdamW(Adam):

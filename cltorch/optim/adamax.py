@@ -1,11 +1,11 @@
 """Adamax (``torch.optim.Adamax``)."""
 from ._common import check_betas, check_lr, check_modes, check_nonneg, scalar
-from .optimizer import Optimizer, _as_step, _bump_step, _zeros_like
+from .optimizer import FusedOptimizer
 
 __all__ = ["Adamax"]
 
 
-class Adamax(Optimizer):
+class Adamax(FusedOptimizer):
     r"""Adamax, Adam's infinity-norm variant (Kingma & Ba, 2015, section 7).
 
     The update is the pseudo-code of PyTorch's ``torch.optim.Adamax`` documentation, at step ``t``::
@@ -36,25 +36,15 @@ class Adamax(Optimizer):
 
     _group_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
 
-    def step(self, closure=None):
-        """One Adamax step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        return self._fused_step(closure)
+    _algo = "adamax"
 
-    def _group_plan(self, group):
-        """The host half of one adamax step for ``group`` (see ``Optimizer._group_plan``)."""
-        lr = scalar(group["lr"])
+    def _plan_hyper(self, group):
         b1, b2 = (scalar(b) for b in group["betas"])
-        eps = scalar(group["eps"])
         wd = scalar(group["weight_decay"])
-        flags = dict(wd=wd != 0, maximize=group["maximize"])
-        items = []
-        for p, g in self._grads_of(group):
-            st = self.state[p]
-            if len(st) == 0:
-                st["step"] = _as_step(0.0)
-                st["exp_avg"] = _zeros_like(p)
-                st["exp_inf"] = _zeros_like(p)
-            t = _bump_step(st["step"])
-            clr = lr / (1 - b1 ** t)
-            items.append((p, g, [st["exp_avg"], st["exp_inf"]], (wd, 1 - b1, b2, eps, -clr)))
-        return "adamax", flags, items
+        return dict(wd=wd != 0, maximize=group["maximize"]), (scalar(group["lr"]), b1, b2, scalar(group["eps"]), wd)
+
+    @staticmethod
+    def _plan_scalars(h, t):
+        lr, b1, b2, eps, wd = h
+        clr = lr / (1 - b1 ** t)
+        return (wd, 1 - b1, b2, eps, -clr)

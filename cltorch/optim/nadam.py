@@ -1,11 +1,11 @@
 """NAdam (``torch.optim.NAdam``)."""
 from ._common import check_betas, check_lr, check_modes, check_nonneg, scalar
-from .optimizer import Optimizer, _as_step, _bump_step, _step_value, _zeros_like
+from .optimizer import FusedOptimizer, _as_step, _bump_step, _step_value
 
 __all__ = ["NAdam"]
 
 
-class NAdam(Optimizer):
+class NAdam(FusedOptimizer):
     r"""NAdam, Adam with Nesterov momentum (Dozat, 2016), with PyTorch's momentum-decay schedule.
 
     The update is the pseudo-code of PyTorch's ``torch.optim.NAdam`` documentation, at step ``t``::
@@ -52,43 +52,36 @@ class NAdam(Optimizer):
             if isinstance(st, dict) and "mu_product" in st:
                 st["mu_product"] = _as_step(st["mu_product"])
 
-    def step(self, closure=None):
-        """One NAdam step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        return self._fused_step(closure)
+    _algo = "nadam"
+    _counters = (("step", 0.0), ("mu_product", 1.0))
 
-    def _group_plan(self, group):
-        """The host half of one nadam step for ``group`` (see ``Optimizer._group_plan``)."""
-        import numpy as np
-        lr = scalar(group["lr"])
+    def _plan_hyper(self, group):
         b1, b2 = (scalar(b) for b in group["betas"])
-        eps = scalar(group["eps"])
         wd = scalar(group["weight_decay"])
-        psi = scalar(group["momentum_decay"])
         flags = dict(wd=wd != 0, decoupled=group["decoupled_weight_decay"], maximize=group["maximize"])
-        cache = {}
-        items = []
-        for p, g in self._grads_of(group):
-            st = self.state[p]
-            if len(st) == 0:
-                st["step"] = _as_step(0.0)
-                st["mu_product"] = _as_step(1.0)
-                st["exp_avg"] = _zeros_like(p)
-                st["exp_avg_sq"] = _zeros_like(p)
-            t = _bump_step(st["step"])
-            mu = b1 * (1.0 - 0.5 * 0.96 ** (t * psi))
-            mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * psi))
-            # mu_product is a float32 tensor in PyTorch: the running product is rounded to float32
-            mp = float(np.float32(_step_value(st["mu_product"]) * mu))
-            _set_counter(st["mu_product"], mp)
-            key = (t, mp)
-            sc = cache.get(key)
-            if sc is None:
-                bc2 = 1 - b2 ** t
-                mp_next = mp * mu_next
-                sc = cache[key] = (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, bc2, eps,
-                                   -lr * (1.0 - mu) / (1.0 - mp), -lr * mu_next / (1.0 - mp_next))
-            items.append((p, g, [st["exp_avg"], st["exp_avg_sq"]], sc))
-        return "nadam", flags, items
+        return flags, (scalar(group["lr"]), b1, b2, scalar(group["eps"]), wd, scalar(group["momentum_decay"]))
+
+    @staticmethod
+    def _advance(st, h, fresh):
+        import numpy as np
+        b1, psi = h[1], h[5]
+        t = _bump_step(st["step"])
+        mu = b1 * (1.0 - 0.5 * 0.96 ** (t * psi))
+        # mu_product is a float32 tensor in PyTorch: the running product is rounded to float32
+        mp = float(np.float32(_step_value(st["mu_product"]) * mu))
+        _set_counter(st["mu_product"], mp)
+        return t, mp
+
+    @staticmethod
+    def _plan_scalars(h, key):
+        lr, b1, b2, eps, wd, psi = h
+        t, mp = key
+        mu = b1 * (1.0 - 0.5 * 0.96 ** (t * psi))
+        mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * psi))
+        bc2 = 1 - b2 ** t
+        mp_next = mp * mu_next
+        return (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, bc2, eps, -lr * (1.0 - mu) / (1.0 - mp),
+                -lr * mu_next / (1.0 - mp_next))
 
 
 def _set_counter(t, value):

@@ -16,7 +16,7 @@
 * Step hooks (``register_step_pre_hook``/``register_step_post_hook``), state-dict hooks.
 
 The update itself is one fused OpenCL kernel per group of parameters (see ``_fused.py``); subclasses
-describe their algorithm and call :meth:`Optimizer._apply`.
+describe their algorithm through :class:`FusedOptimizer`'s hooks, and ``_apply`` launches it.
 """
 import functools
 import warnings
@@ -394,21 +394,10 @@ class Optimizer:
             out.append((p, g))
         return out
 
-    # The fused-kernel optimizers split a step in two: ``_group_plan(group)``, the host half (make missing
-    # state, advance the host-side counters, compute the kernel's scalars; launches nothing), returns
-    # ``(algo, flags, items)`` with items ``[(param, grad, states, scalars)]``, and ``_apply`` launches it. A
-    # compiled replay (``cltorch._capture.compile``) calls the same ``_group_plan`` and gives the scalars to its
-    # recorded launches, so eager and replay advance the state and compute the scalars by one code path.
-    # Optimizers composed of tensor ops leave it None (a replay then re-runs their step without launching).
+    # The fused-kernel optimizers (:class:`FusedOptimizer`) split a step in two: ``_group_plan(group)``, the host
+    # half, and ``_apply``, which launches it. Optimizers composed of tensor ops leave ``_group_plan`` None (a
+    # compiled replay then re-runs their step without launching).
     _group_plan = None
-
-    def _fused_step(self, closure):
-        """``step`` of a fused-kernel optimizer: ``closure()`` (with grad), then per group ``_group_plan`` and
-        ``_apply``. Returns the closure's loss (None without one)."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            self._apply(*self._group_plan(group))
-        return loss
 
     def _apply(self, algo, flags, items):
         """Run the fused update of ``algo`` on ``items``: a list of ``(param, grad, states, scalars)``.
@@ -449,6 +438,85 @@ class Optimizer:
             for s, c in zip(states, sc):
                 if c is not s:
                     s.copy_(c)
+
+
+class FusedOptimizer(Optimizer):
+    """Base of the optimizers whose update is one fused kernel of ``_fused.ALGOS`` (SGD, Adam/AdamW, NAdam,
+    RAdam, RMSprop, Adagrad, Adamax).
+
+    ``step`` runs ``closure()`` (with grad), then per group ``_group_plan`` (the host half: makes missing state,
+    advances the host counters, computes the kernel's scalars; launches nothing) and ``_apply`` (the launches).
+    A compiled replay (``cltorch._capture.compile``) calls the same ``_group_plan`` and gives its scalars to the
+    recorded launches, so eager and replay advance the state and compute the scalars by one code path.
+
+    A subclass states only what differs:
+
+    * ``_algo``: the kernel's algorithm (a key of ``_fused.ALGOS``); the state tensors it needs are
+      ``_fused.state_names(_algo, flags)``, made on first need by ``_new_state`` (zeros unless overridden).
+    * ``_counters``: ``(name, initial value)`` of the per-parameter host counters (0-d float32 cpu tensors, as
+      in PyTorch) made on first sight, before the state tensors; ``(("step", 0.0),)`` unless overridden.
+    * ``_plan_hyper(group) -> (flags, h)``: the kernel's flags and the group's hyper-parameters ``h``
+      (anything; passed through to the two methods below), computed once per group and step.
+    * ``_advance(st, h, fresh) -> key``: advances the counters of one parameter's state ``st`` (None when the
+      algorithm keeps no state) and returns a hashable key of what the scalars depend on; ``fresh`` is True when
+      a state tensor was just made. Default: ``state["step"] += 1``, the key is the new step number.
+    * ``_plan_scalars(h, key)``: the kernel's scalars (ordered as ``_fused.ALGOS[_algo][1]``), computed once per
+      distinct key in a group (parameters sharing them share launches, see ``_apply``).
+    """
+
+    _algo = None
+    _counters = (("step", 0.0),)
+
+    def step(self, closure=None):
+        """One optimization step over every parameter with a gradient; returns ``closure()``'s loss if given.
+
+        Raises RuntimeError for a sparse gradient, a gradient on another device or of another shape, or a
+        non-floating parameter; NotImplementedError for complex parameters."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            self._apply(*self._group_plan(group))
+        return loss
+
+    def _group_plan(self, group):
+        """The host half of one step for ``group``: ``(algo, flags, items)`` with items ``[(param, grad, states,
+        scalars)]`` in the group's order (parameters without a gradient left out); launches nothing."""
+        flags, h = self._plan_hyper(group)
+        names = _fused.state_names(self._algo, flags)
+        counters = self._counters
+        keeps = bool(names or counters)
+        cache = {}
+        items = []
+        for p, g in self._grads_of(group):
+            st, fresh = None, False
+            if keeps:
+                st = self.state[p]
+                for name, init in counters:
+                    if name not in st:
+                        st[name] = _as_step(init)
+                for name in names:
+                    if st.get(name) is None:      # (a torch SGD state dict may hold momentum_buffer=None)
+                        st[name] = self._new_state(p, name, group)
+                        fresh = True
+            key = self._advance(st, h, fresh)
+            sc = cache.get(key)
+            if sc is None:
+                sc = cache[key] = self._plan_scalars(h, key)
+            items.append((p, g, [st[n] for n in names] if names else [], sc))
+        return self._algo, flags, items
+
+    def _plan_hyper(self, group):
+        raise NotImplementedError(f"{type(self).__name__} must define _plan_hyper")
+
+    def _plan_scalars(self, h, key):
+        raise NotImplementedError(f"{type(self).__name__} must define _plan_scalars")
+
+    @staticmethod
+    def _advance(st, h, fresh):
+        return _bump_step(st["step"])
+
+    @staticmethod
+    def _new_state(p, name, group):
+        return _zeros_like(p)
 
 
 def _typename(x):

@@ -2,12 +2,12 @@
 import math
 
 from ._common import check_betas, check_lr, check_modes, check_nonneg, scalar
-from .optimizer import Optimizer, _as_step, _bump_step, _zeros_like
+from .optimizer import FusedOptimizer
 
 __all__ = ["RAdam"]
 
 
-class RAdam(Optimizer):
+class RAdam(FusedOptimizer):
     r"""RAdam, rectified Adam (Liu et al., 2020).
 
     The update is the pseudo-code of PyTorch's ``torch.optim.RAdam`` documentation, at step ``t``::
@@ -49,37 +49,24 @@ class RAdam(Optimizer):
     _group_defaults = dict(foreach=None, maximize=False, differentiable=False, decoupled_weight_decay=False,
                            capturable=False)
 
-    def step(self, closure=None):
-        """One RAdam step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        return self._fused_step(closure)
+    _algo = "radam"
 
-    def _group_plan(self, group):
-        """The host half of one radam step for ``group`` (see ``Optimizer._group_plan``)."""
-        lr = scalar(group["lr"])
+    def _plan_hyper(self, group):
         b1, b2 = (scalar(b) for b in group["betas"])
-        eps = scalar(group["eps"])
         wd = scalar(group["weight_decay"])
         flags = dict(wd=wd != 0, decoupled=group["decoupled_weight_decay"], maximize=group["maximize"])
-        cache = {}
-        items = []
-        for p, g in self._grads_of(group):
-            st = self.state[p]
-            if len(st) == 0:
-                st["step"] = _as_step(0.0)
-                st["exp_avg"] = _zeros_like(p)
-                st["exp_avg_sq"] = _zeros_like(p)
-            t = _bump_step(st["step"])
-            sc = cache.get(t)
-            if sc is None:
-                bc1 = 1 - b1 ** t
-                bc2 = 1 - b2 ** t
-                rho_inf = 2 / (1 - b2) - 1
-                rho_t = rho_inf - 2 * t * b2 ** t / bc2
-                if rho_t > 5.0:
-                    rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-                    rectify = 1.0
-                else:
-                    rect, rectify = 0.0, 0.0
-                sc = cache[t] = (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, lr, bc1, bc2 ** 0.5, eps, rect, rectify)
-            items.append((p, g, [st["exp_avg"], st["exp_avg_sq"]], sc))
-        return "radam", flags, items
+        return flags, (scalar(group["lr"]), b1, b2, scalar(group["eps"]), wd)
+
+    @staticmethod
+    def _plan_scalars(h, t):
+        lr, b1, b2, eps, wd = h
+        bc1 = 1 - b1 ** t
+        bc2 = 1 - b2 ** t
+        rho_inf = 2 / (1 - b2) - 1
+        rho_t = rho_inf - 2 * t * b2 ** t / bc2
+        if rho_t > 5.0:
+            rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            rectify = 1.0
+        else:
+            rect, rectify = 0.0, 0.0
+        return (wd, 1 - lr * wd, 1 - b1, b2, 1 - b2, lr, bc1, bc2 ** 0.5, eps, rect, rectify)

@@ -1,11 +1,11 @@
 """RMSprop (``torch.optim.RMSprop``)."""
 from ._common import check_lr, check_modes, check_nonneg, scalar
-from .optimizer import Optimizer, _as_step, _bump_step, _zeros_like
+from .optimizer import FusedOptimizer
 
 __all__ = ["RMSprop"]
 
 
-class RMSprop(Optimizer):
+class RMSprop(FusedOptimizer):
     r"""RMSprop (Hinton's lecture notes; centered form of Graves, 2013).
 
     The update is the pseudo-code of PyTorch's ``torch.optim.RMSprop`` documentation (eps is added outside
@@ -49,39 +49,16 @@ class RMSprop(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("capturable", False)
 
-    def step(self, closure=None):
-        """One RMSprop step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        return self._fused_step(closure)
+    _algo = "rmsprop"
 
-    def _group_plan(self, group):
-        """The host half of one rmsprop step for ``group`` (see ``Optimizer._group_plan``)."""
+    def _plan_hyper(self, group):
         lr = scalar(group["lr"])
         alpha = scalar(group["alpha"])
-        eps = scalar(group["eps"])
         wd = scalar(group["weight_decay"])
         mom = scalar(group["momentum"])
-        centered = group["centered"]
-        flags = dict(wd=wd != 0, maximize=group["maximize"], momentum=mom > 0, centered=centered)
-        sc = (-lr, wd, alpha, 1 - alpha, eps, mom)
-        items = []
-        for p, g in self._grads_of(group):
-            st = self.state[p]
-            if len(st) == 0:
-                st["step"] = _as_step(0.0)
-                st["square_avg"] = _zeros_like(p)
-                if mom > 0:
-                    st["momentum_buffer"] = _zeros_like(p)
-                if centered:
-                    st["grad_avg"] = _zeros_like(p)
-            _bump_step(st["step"])
-            states = [st["square_avg"]]
-            if mom > 0:
-                if "momentum_buffer" not in st:
-                    st["momentum_buffer"] = _zeros_like(p)
-                states.append(st["momentum_buffer"])
-            if centered:
-                if "grad_avg" not in st:
-                    st["grad_avg"] = _zeros_like(p)
-                states.append(st["grad_avg"])
-            items.append((p, g, states, sc))
-        return "rmsprop", flags, items
+        flags = dict(wd=wd != 0, maximize=group["maximize"], momentum=mom > 0, centered=group["centered"])
+        return flags, (-lr, wd, alpha, 1 - alpha, scalar(group["eps"]), mom)
+
+    @staticmethod
+    def _plan_scalars(h, t):
+        return h         # nothing depends on the step number

@@ -1,11 +1,11 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize (``torch.optim.SGD``)."""
 from ._common import check_lr, check_modes, scalar
-from .optimizer import Optimizer, _zeros_like
+from .optimizer import FusedOptimizer
 
 __all__ = ["SGD"]
 
 
-class SGD(Optimizer):
+class SGD(FusedOptimizer):
     r"""Stochastic gradient descent, optionally with momentum.
 
     The update is the pseudo-code of PyTorch's ``torch.optim.SGD`` documentation::
@@ -50,26 +50,21 @@ class SGD(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", False)
 
-    def step(self, closure=None):
-        """One SGD step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
-        return self._fused_step(closure)
+    _algo = "sgd"
+    _counters = ()      # no step counter (PyTorch's SGD keeps none)
 
-    def _group_plan(self, group):
-        """The host half of one sgd step for ``group`` (see ``Optimizer._group_plan``)."""
+    def _plan_hyper(self, group):
         lr = scalar(group["lr"])
         mom = scalar(group["momentum"])
         wd = scalar(group["weight_decay"])
         damp = scalar(group["dampening"])
         flags = dict(wd=wd != 0, maximize=group["maximize"], momentum=mom != 0, nesterov=group["nesterov"])
-        items = []
-        for p, g in self._grads_of(group):
-            states, first = [], 0.0
-            if mom != 0:
-                st = self.state[p]
-                buf = st.get("momentum_buffer")
-                if buf is None:
-                    buf = st["momentum_buffer"] = _zeros_like(p)
-                    first = 1.0
-                states = [buf]
-            items.append((p, g, states, (-lr, wd, mom, 1.0 - damp, first)))
-        return "sgd", flags, items
+        return flags, (-lr, wd, mom, 1.0 - damp)
+
+    @staticmethod
+    def _advance(st, h, fresh):
+        return 1.0 if fresh else 0.0     # `first`: the momentum buffer was made this step (it starts as g)
+
+    @staticmethod
+    def _plan_scalars(h, first):
+        return h + (first,)
