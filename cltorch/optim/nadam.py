@@ -67,8 +67,9 @@ class NAdam(FusedOptimizer):
         b1, psi = h[1], h[5]
         t = _bump_step(st["step"])
         mu = b1 * (1.0 - 0.5 * 0.96 ** (t * psi))
-        # mu_product is a float32 tensor in PyTorch: the running product is rounded to float32
-        mp = float(np.float32(_step_value(st["mu_product"]) * mu))
+        # mu_product is a float32 tensor in PyTorch, and `mu_product *= mu` multiplies in float32 (the Python
+        # scalar is cast to the tensor's dtype first): the same two roundings here
+        mp = float(np.float32(_step_value(st["mu_product"])) * np.float32(mu))
         _set_counter(st["mu_product"], mp)
         return t, mp
 
