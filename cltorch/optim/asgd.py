@@ -1,10 +1,12 @@
 """Averaged SGD (``torch.optim.ASGD``)."""
 import cltorch as torch
+from cltorch import _dtype as D
 
 from ._common import check_lr, check_modes, check_nonneg, scalar
 from ._composed import composed_step, effective_grad
 from .nadam import _set_counter as _set_scalar   # writes a 0-d state tensor in place
 from .optimizer import Optimizer, _step_value, _zeros_like
+from ..ops.elementwise import pointwise
 
 __all__ = ["ASGD"]
 
@@ -67,10 +69,20 @@ class ASGD(Optimizer):
         eta = _step_value(st["eta"])
         mu = _step_value(st["mu"])
         p.mul_(1 - lambd * eta).add_(g, alpha=-eta)
-        ax = st["ax"]
-        if mu != 1:
-            ax.add_(p.sub(ax).mul_(mu))
-        else:
-            ax.copy_(p)
+        _average(st["ax"], p, mu)
         _set_scalar(st["eta"], lr / ((1 + lambd * lr * t) ** h["alpha"]))
         _set_scalar(st["mu"], 1 / max(1, t - h["t0"]))
+
+
+def _average(ax, p, mu):
+    """``ax = p`` when ``mu == 1``, else ``ax = ax + (p - ax) * mu`` (PyTorch's two branches, with the same
+    roundings: the kernel is built without FP contraction), in place in one launch whatever ``mu`` is.
+
+    One kernel for both branches keeps the step's launches the same from step to step, so a compiled replay
+    (which re-runs this step without launching and takes the new scalar arguments) stays valid when averaging
+    starts at step ``t0``; two branches would launch other kernels then. ax: the parameter's shape, dtype and
+    device; p may be non-contiguous."""
+    ct = D.float32 if ax.dtype in (D.float16, D.bfloat16) else ax.dtype
+    pointwise("(x3 != 0) ? x1 : x0 + (x1 - x0) * x2", [ax, p, float(mu), int(mu == 1)], ax.dtype, ct, out=ax,
+              op_compute=[ct, ct, ct, D.int32])
+    ax._storage.version += 1     # an in-place write, as copy_/add_ count it
