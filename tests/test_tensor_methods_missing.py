@@ -136,6 +136,7 @@ def test_inplace_dtype_errors_like_torch():
     cases = [lambda m, t: t([1, 2, 3]).divide_(2),
              lambda m, t: t([1, 2, 3]).float_power_(2),
              lambda m, t: t([1.0, 2.0]).float_power_(2),
+             lambda m, t: t([1.0, 2.0]).float_power_(t([1.0, 2.0]).double()),
              lambda m, t: t([1, 2]).hypot_(t([0.5, 0.5])),
              lambda m, t: t([True, False]).multiply_(t([2, 3])),
              lambda m, t: t([1, 2]).arccos_(),
@@ -408,6 +409,8 @@ def test_apply_map_errors():
             (mk(rnd(3), requires_grad=True) * 1).map_(mk(rnd(3)), lambda p, q: p)
         with pytest.raises(RuntimeError):
             mk(rnd(3)).map_(mk(rnd(2)), lambda p, q: p)
+        with pytest.raises(TypeError):
+            mk(rnd(3)).apply_(lambda v: "x")
 
 
 # ----------------------------------------------------------------------------- other dense methods
@@ -500,7 +503,14 @@ def test_predicates_and_metadata():
     assert [p.output_nr for p in parts] == [p.output_nr for p in tparts] == [0, 1, 2]
     assert not a.is_set_to(ours(to_np(a))) and a.is_set_to(a) and not a.is_set_to(a.t())
     assert a.const_data_ptr() == a.data_ptr()
-    assert a.storage() is a.untyped_storage()
+    v = ours(np.arange(6, dtype=np.float32))[2:]
+    tv = torch.arange(6.0)[2:]
+    st, tst = v.storage(), tv.storage()
+    assert st.size() == len(st) == tst.size() == 6 and st.nbytes() == tst.nbytes() and st.dtype is cltorch.float32
+    assert st.tolist() == tst.tolist() and st[3] == tst[3] and st.untyped() is v.untyped_storage()
+    assert st.data_ptr() == v.data_ptr() - 2 * 4
+    w = ours(rnd(2)).set_(st, 1, (2,), (2,))
+    assert_close(w, torch.ones(2).set_(tst, 1, (2,), (2,)).numpy())
     assert a.record_stream(None) is None
     assert a.is_xla is False and a.is_distributed() is False
 

@@ -166,7 +166,48 @@ method("as_subclass", _as_subclass)
 method("record_stream", _record_stream)
 method("module_load", _module_load)
 method("const_data_ptr", lambda self: self.data_ptr())
-method("storage", lambda self: self._storage)   # cltorch's Storage carries its dtype (PyTorch's TypedStorage)
+
+
+class TypedStorage:
+    """What ``Tensor.storage()`` returns: PyTorch's TypedStorage face of a tensor's whole storage (a new wrapper
+    per call, as PyTorch's). ``size()``/``len()`` count elements, ``nbytes()`` bytes; ``data_ptr()`` is the
+    address ``Tensor.data_ptr()`` counts from; ``tolist()``/indexing read the values (a device-to-host copy);
+    ``untyped()`` gives the Storage that ``Tensor.untyped_storage()`` returns."""
+
+    def __init__(self, storage):
+        self._storage = storage
+
+    dtype = property(lambda self: self._storage.dtype)
+    device = property(lambda self: self._storage.device)
+
+    def size(self):
+        return self._storage.size
+
+    __len__ = size
+
+    def element_size(self):
+        return self._storage.dtype.itemsize
+
+    def nbytes(self):
+        return self._storage.size * self._storage.dtype.itemsize
+
+    def data_ptr(self):
+        return Tensor._make(self._storage, (self._storage.size,)).data_ptr()
+
+    def untyped(self):
+        return self._storage
+
+    def tolist(self):
+        return Tensor._make(self._storage, (self._storage.size,)).tolist()
+
+    def __getitem__(self, i):
+        return Tensor._make(self._storage, (self._storage.size,))[i].item()
+
+    def __repr__(self):
+        return f"cltorch.TypedStorage(dtype={self.dtype}, device={self.device}) of size {self.size()}"
+
+
+method("storage", lambda self: TypedStorage(self._storage))
 Tensor.output_nr = property(lambda self: self._output_nr, doc="Which output of its grad_fn this tensor is.")
 
 
@@ -253,8 +294,10 @@ def _float_power_(self, exponent):
         isinstance(exponent, complex)
     need = D.complex128 if cx else D.float64
     if self.dtype is not need:
-        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name.capitalize()} but the "
-                           f"operation's result requires dtype {need.name.capitalize()}")
+        names = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+                 "complex64": "ComplexFloat", "complex128": "ComplexDouble"}     # PyTorch's scalar type names
+        raise RuntimeError(f"the base given to float_power_ has dtype {names.get(self.dtype.name, self.dtype.name)} "
+                           f"but the operation's result requires dtype {names[need.name]}")
     return _float_power_via(self, exponent)
 
 
@@ -296,6 +339,9 @@ def _host_map(self, name, fn, others):
     for o in others:
         cols.append(o.detach().expand(self._shape).cpu().reshape(-1).tolist())
     vals = [fn(*xs) for xs in zip(*cols)]
+    for v in vals:
+        if not isinstance(v, (int, float, complex)) and not hasattr(v, "__float__"):
+            raise TypeError(f"{name}(): the callable must return a number, not {type(v).__name__}")
     if not self.dtype.is_floating_point and not self.dtype.is_complex and self.dtype is not D.bool:
         vals = [int(v) for v in vals]   # PyTorch truncates a float result into an integer tensor
     res = _tensor(vals, dtype=self.dtype).reshape(self._shape)
@@ -375,9 +421,10 @@ _meta_inplace("as_strided_", _as_strided_checked)
 def _set_(self, source=None, storage_offset=0, size=None, stride=None):
     """PyTorch's ``Tensor.set_``: self views ``source``'s memory. ``set_()``: an empty storage (shape (0,));
     ``set_(tensor)``: the tensor's storage, offset, sizes and strides; ``set_(storage, offset=0, size=None,
-    stride=None)``: that storage (a ``Tensor.untyped_storage()``), the whole of it by default. RuntimeError for
-    a dtype or device mismatch, or a geometry past the storage's end (PyTorch grows the storage there; cltorch
-    does not), or for a leaf that requires grad; NotImplementedError for a tensor with autograd history."""
+    stride=None)``: that storage (``Tensor.untyped_storage()`` or ``Tensor.storage()``), the whole of it by
+    default. RuntimeError for a dtype or device mismatch, or a geometry past the storage's end (PyTorch grows the
+    storage there; cltorch does not), or for a leaf that requires grad; NotImplementedError for a tensor with
+    autograd history."""
     _leaf_check(self)
     if is_grad_enabled() and self.grad_fn is not None:
         raise NotImplementedError("set_() on a tensor with autograd history is not supported by cltorch: call it "
@@ -386,8 +433,8 @@ def _set_(self, source=None, storage_offset=0, size=None, stride=None):
         st, shape, strides, off = Storage.empty(0, self.dtype, self.device), (0,), (1,), 0
     elif isinstance(source, Tensor):
         st, shape, strides, off = source._storage, source._shape, source._stride, source._offset
-    elif isinstance(source, Storage):
-        st, off = source, int(storage_offset)
+    elif isinstance(source, (Storage, TypedStorage)):
+        st, off = (source._storage if isinstance(source, TypedStorage) else source), int(storage_offset)
         shape = (st.size - off,) if size is None else size_args((size,) if isinstance(size, int) else size)
         strides = contiguous_strides(shape) if stride is None else tuple(stride)
     else:
