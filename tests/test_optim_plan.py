@@ -186,3 +186,28 @@ def test_asgd_compiled_replay_when_averaging_starts():
         for k in se:
             np.testing.assert_array_equal(_np(sc[k]), _np(se[k]), err_msg=k)
     assert [float(st["mu"]) for st in oc.state.values()] == [float(np.float32(1 / 7))] * 4    # averaging started
+
+
+def test_asgd_eta_mu_stay_host_float32_after_load_state_dict():
+    """load_state_dict moves state to the parameter's device and dtype; ASGD's eta and mu come back as 0-d
+    float32 cpu tensors (read without a device wait), and the steps continue as torch's."""
+    dev = "cl:0"
+    rng = np.random.default_rng(4)
+    p0 = rng.standard_normal(5)
+    c = cltorch.tensor(p0, device=dev, requires_grad=True)          # float64 parameter
+    t = torch.tensor(p0, requires_grad=True)
+    kw = dict(lr=0.05, t0=2, lambd=1e-2)
+    co, to = optim.ASGD([c], **kw), torch.optim.ASGD([t], **kw)
+    gs = [rng.standard_normal(5) for _ in range(6)]
+    for k, g in enumerate(gs):
+        if k == 3:
+            co2 = optim.ASGD([c], **kw)
+            co2.load_state_dict(co.state_dict())
+            co = co2
+            for key in ("eta", "mu"):
+                assert co.state[c][key].device.type == "cpu" and co.state[c][key].dtype is cltorch.float32
+        c.grad, t.grad = cltorch.tensor(g, device=dev), torch.tensor(g)
+        co.step()
+        to.step()
+        np.testing.assert_allclose(_np(c), t.detach().numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(_np(co.state[c]["ax"]), to.state[t]["ax"].numpy(), rtol=1e-6, atol=1e-7)

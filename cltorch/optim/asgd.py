@@ -5,7 +5,7 @@ from cltorch import _dtype as D
 from ._common import check_lr, check_modes, check_nonneg, scalar
 from ._composed import composed_step, effective_grad
 from .nadam import _set_counter as _set_scalar   # writes a 0-d state tensor in place
-from .optimizer import Optimizer, _step_value, _zeros_like
+from .optimizer import Optimizer, _as_step, _step_value, _zeros_like
 from ..ops.elementwise import pointwise
 
 __all__ = ["ASGD"]
@@ -46,6 +46,17 @@ class ASGD(Optimizer):
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # load_state_dict moves every state tensor to its parameter's device and dtype: eta and mu go back to
+        # 0-d float32 cpu tensors, which the step reads and writes without waiting for a device (and which a
+        # compiled replay can re-derive; a device read would make the step fall back to eager)
+        for st in self.state.values():
+            if isinstance(st, dict):
+                for k in ("eta", "mu"):
+                    if k in st:
+                        st[k] = _as_step(st[k])
 
     def step(self, closure=None):
         """One ASGD step over every parameter with a gradient. Returns ``closure()``'s loss if given."""
