@@ -234,3 +234,35 @@ def test_copy_back_into_its_own_source_is_not_composed():
     assert len(got.entries) == len(raw.entries)
     cf, out = _run(fn, x)
     np.testing.assert_array_equal(_np(out), xn.T)
+
+
+def _runs(graph):
+    from cltorch._capture.pairs import launch_params
+    return [p.get("run") for p in (launch_params(e, "elementwise.cl.mako", "ew") for e in graph.trace.entries)
+            if p and p.get("rank")]
+
+
+def test_short_rows_take_one_work_item_per_row():
+    xn = np.random.default_rng(8).standard_normal((8, 4, 16, 32)).astype(np.float32)
+    x = torch.from_numpy(xn).to(DEV)
+
+    def fn(t):
+        return t.permute(0, 2, 1, 3).contiguous() * 2.0      # rows of 32 on the strided path
+
+    eager = _np(fn(x))
+    cf, out = _run(fn, x)
+    assert _runs(cf.graphs()[0]) == [32]
+    np.testing.assert_array_equal(_np(out), eager)
+    np.testing.assert_array_equal(_np(out), xn.transpose(0, 2, 1, 3) * np.float32(2.0))
+
+
+def test_long_or_few_rows_keep_the_strided_run():
+    from cltorch._capture.assemble import MAX_ROW, MIN_ROWS
+    long_rows = np.random.default_rng(9).standard_normal((4, 3, 2 * MAX_ROW)).astype(np.float32)
+    few_rows = np.random.default_rng(10).standard_normal((2, MIN_ROWS // 4, 32)).astype(np.float32)
+    for xn in (long_rows, few_rows):
+        x = torch.from_numpy(xn).to(DEV)
+        cf, out = _run(lambda t: t.transpose(0, 1).contiguous(), x)
+        runs = _runs(cf.graphs()[0])
+        assert len(runs) == 1 and runs[0] < xn.shape[-1]
+        np.testing.assert_array_equal(_np(out), xn.transpose(1, 0, 2))

@@ -94,14 +94,16 @@ def fuse(trace, live=None):
     """A new Trace with slice gradients assembled in place and copies of copies composed (``assemble.py``),
     eligible runs fused (see the module docstring), then each GEMM followed by an add of
     its result fused into the GEMM's epilogue (``epilogue.py``) and each elementwise launch whose result only
-    a reduction reads into the reduction's prologue (``prologue.py``), and ``{old entry: new entry}``."""
-    from .assemble import assemble_slices, compose_copies
+    a reduction reads into the reduction's prologue (``prologue.py``), and short-rowed strided launches given
+    one work-item per row (``assemble.whole_rows``); and ``{old entry: new entry}``."""
+    from .assemble import assemble_slices, compose_copies, whole_rows
     from .epilogue import fuse_gemm_epilogues
     from .prologue import fuse_reduction_prologues
     if live is None:
         live = _live_buffers()
     out, remap = trace, {i: i for i in range(len(trace.entries))}
-    for step in (assemble_slices, compose_copies, _fuse_ew, fuse_gemm_epilogues, fuse_reduction_prologues):
+    for step in (assemble_slices, compose_copies, _fuse_ew, fuse_gemm_epilogues, fuse_reduction_prologues,
+                 whole_rows):
         out, r2 = step(out, live)
         remap = {i: r2[j] for i, j in remap.items() if j in r2}
     return out, remap
