@@ -38,6 +38,7 @@ import numpy as np
 from .. import _dtype as D
 from .._dispatch import call, register
 from .._tensor import Tensor
+from .conv_format import _layout, _out_format, _to_layout
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
@@ -712,6 +713,7 @@ def _conv_fwd(ctx, x, w, b, geom):
     if ctx is not None:
         ctx.save_for_backward(x, w)
         ctx.geom = geom
+        ctx.fmts = (_layout(x), _layout(w))
     return y
 
 
@@ -728,7 +730,8 @@ def _conv_bwd(ctx, g):
         gw = call(_conv_w_op, x, g, geom, tuple(w._shape))
     elif need_b:
         gb = g.sum((0, 2, 3, 4))
-    return gx, gw, gb, None
+    fx, fw = getattr(ctx, "fmts", (None, None))
+    return _to_layout(gx, fx), _to_layout(gw, fw), gb, None
 
 
 def _conv_t_fwd(ctx, u, w, b, geom):
@@ -736,6 +739,7 @@ def _conv_t_fwd(ctx, u, w, b, geom):
     if ctx is not None:
         ctx.save_for_backward(u, w)
         ctx.geom = geom
+        ctx.fmts = (_layout(u), _layout(w))
     return z
 
 
@@ -746,7 +750,8 @@ def _conv_t_bwd(ctx, g):
     gu = call(_conv_op, g, w, None, geom) if need[0] else None
     gw = call(_conv_w_op, g, u, geom, tuple(w._shape)) if need[1] else None
     gb = g.sum((0, 2, 3, 4)) if len(need) > 2 and need[2] else None
-    return gu, gw, gb, None
+    fu, fw = getattr(ctx, "fmts", (None, None))
+    return _to_layout(gu, fu), _to_layout(gw, fw), gb, None
 
 
 def _conv_w_fwd(ctx, x, u, geom, wshape):
@@ -902,10 +907,8 @@ def _conv_nd(name, x, w, b, stride, padding, dilation, groups, nd):
                            "size")
     out = tuple((p - e) // s + 1 for p, e, s in zip(padded, eff, stride))
     geom = Geom.make(groups, stride, lo, dilation, spatial, out, ks)
-    y = _unlift(call(_conv_op, _lift(x, nd), _lift(w, nd), b, geom), nd)
-    if unbatched:
-        y = y.squeeze(0)
-    return y
+    y = _out_format(_unlift(call(_conv_op, _lift(x, nd), _lift(w, nd), b, geom), nd), x, w, nd)
+    return y.squeeze(0) if unbatched else y
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
@@ -975,10 +978,8 @@ def _conv_t_nd(name, x, w, b, stride, padding, output_padding, groups, dilation,
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output "
                            f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
     geom = Geom.make(groups, stride, padding, dilation, out, spatial, ks)
-    z = _unlift(call(_conv_t_op, _lift(x, nd), _lift(w, nd), b, geom), nd)
-    if unbatched:
-        z = z.squeeze(0)
-    return z
+    z = _out_format(_unlift(call(_conv_t_op, _lift(x, nd), _lift(w, nd), b, geom), nd), x, w, nd)
+    return z.squeeze(0) if unbatched else z
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002

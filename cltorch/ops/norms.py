@@ -404,7 +404,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             y = y * weight.reshape(shape)
         if bias is not None:
             y = y + bias.reshape(shape)
-        return y
+        return _bn_out_format(y, input)
     n = N * HW
     if n <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
@@ -420,6 +420,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_var.mul_(1.0 - m).add_(var.to(running_var.dtype) * (m * n / (n - 1)))
         finally:
             set_grad_enabled_raw(prev)
+    return _bn_out_format(y, input)
+
+
+def _bn_out_format(y, x):
+    """``y`` channels_last when the 4-d input ``x`` is (PyTorch's batch_norm output format; one copy)."""
+    from .._memory_format import channels_last, format_strides, suggest_format
+    if x.dim() == 4 and not x.is_contiguous() and suggest_format(x) is channels_last and \
+            tuple(y._stride) != format_strides(tuple(y._shape), channels_last):
+        return y.clone(memory_format=channels_last)
     return y
 
 

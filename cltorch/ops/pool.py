@@ -179,17 +179,32 @@ def _run_max_gather(x, ind, geom):
     return y
 
 
+def _cl_input(x):
+    """Whether the 4-d pooling input ``x`` is channels_last (not plainly contiguous): PyTorch's pooling then
+    returns its output, indices and input gradient channels_last too (the kernels write NCHW; one copy)."""
+    from .._memory_format import channels_last, suggest_format
+    return x.dim() == 4 and not x.is_contiguous() and suggest_format(x) is channels_last
+
+
+def _as_cl(t, cl=True):
+    """``t`` with exactly channels_last's strides (size-1 dims included, as PyTorch's outputs) when ``cl``."""
+    from .._memory_format import channels_last, format_strides
+    if not cl or t is None or t.dim() != 4 or tuple(t._stride) == format_strides(tuple(t._shape), channels_last):
+        return t
+    return t.clone(memory_format=channels_last)
+
+
 def _max_fwd(ctx, x, geom):
     y, ind = compute_in_float(_run_max, x, geom)
     if ctx is not None:
         ctx.save_for_backward(ind)
-        ctx.geom, ctx.xshape = geom, x._shape
+        ctx.geom, ctx.xshape, ctx.cl = geom, x._shape, _cl_input(x)
     return y, ind
 
 
 def _max_bwd(ctx, g, *_):
     (ind,) = ctx.saved_tensors
-    return call(_scatter_op, g, ind, ctx.geom, ctx.xshape), None
+    return _as_cl(call(_scatter_op, g, ind, ctx.geom, ctx.xshape), ctx.cl), None
 
 
 def _scatter_fwd(ctx, g, ind, geom, xshape):
@@ -255,12 +270,12 @@ def _run_avg_bwd(g, geom, include_pad, divisor, xshape):
 
 def _avg_fwd(ctx, x, geom, include_pad, divisor):
     if ctx is not None:
-        ctx.geom, ctx.args, ctx.xshape = geom, (include_pad, divisor), x._shape
+        ctx.geom, ctx.args, ctx.xshape, ctx.cl = geom, (include_pad, divisor), x._shape, _cl_input(x)
     return compute_in_float(_run_avg, x, geom, include_pad, divisor)
 
 
 def _avg_bwd(ctx, g):
-    return call(_avg_t_op, g, ctx.geom, *ctx.args, ctx.xshape), None, None, None
+    return _as_cl(call(_avg_t_op, g, ctx.geom, *ctx.args, ctx.xshape), ctx.cl), None, None, None
 
 
 def _avg_t_fwd(ctx, g, geom, include_pad, divisor, xshape):
@@ -356,6 +371,8 @@ def _max_pool(fn, nd, input, kernel_size, stride, padding, dilation, ceil_mode, 
     geom = _window_geom(fn, input, nd, kernel_size, stride, padding, dilation, ceil_mode)
     x, unb = _prep_input(input, nd, fn)
     y, ind = call(_max_op, x, geom)
+    if nd == 2 and _cl_input(x):
+        y, ind = _as_cl(y), _as_cl(ind)
     y, ind = _post(y, nd, unb), _post(ind, nd, unb)
     return (y, ind) if return_indices else y
 
@@ -397,7 +414,7 @@ def _avg_pool(fn, nd, input, kernel_size, stride, padding, ceil_mode, count_incl
     geom = _window_geom(fn, input, nd, kernel_size, stride, padding, 1, ceil_mode)
     x, unb = _prep_input(input, nd, fn)
     y = call(_avg_op, x, geom, bool(count_include_pad), int(divisor_override or 0))
-    return _post(y, nd, unb)
+    return _post(_as_cl(y, nd == 2 and _cl_input(x)), nd, unb)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
@@ -443,7 +460,7 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     entries keep the input size); window o covers ``[floor(o*H/OH), ceil((o+1)*H/OH))``."""
     x, unb = _prep_input(input, 2, "adaptive_avg_pool2d")
     geom = _adaptive_geom("adaptive_avg_pool2d", x, 2, output_size)
-    return _post(call(_avg_op, x, geom, True, 0), 2, unb)
+    return _post(_as_cl(call(_avg_op, x, geom, True, 0), _cl_input(x)), 2, unb)
 
 
 def adaptive_avg_pool1d(input, output_size):  # noqa: A002
@@ -457,6 +474,8 @@ def _adaptive_max(fn, nd, input, output_size, return_indices):
     x, unb = _prep_input(input, nd, fn)
     geom = _adaptive_geom(fn, x, nd, output_size)
     y, ind = call(_max_op, x, geom)
+    if nd == 2 and _cl_input(x):
+        y, ind = _as_cl(y), _as_cl(ind)
     y, ind = _post(y, nd, unb), _post(ind, nd, unb)
     return (y, ind) if return_indices else y
 
