@@ -144,3 +144,54 @@ def test_deterministic_bits_across_pocl_and_intel():
         cltorch.use_deterministic_algorithms(False)
     for a, b in zip(res[pocl], res[intel]):
         assert a.tobytes() == b.tobytes(), "deterministic mode: PoCL and Intel's runtime differ"
+
+
+def _mobilenet_bn_inputs():
+    """(name, x, g) of every BatchNorm2d in the first step of tests/user_scripts/mobilenetv2_cifar.py's model (its
+    weights, its batch), as torch float64 computes them, rounded to float32: real activation statistics (channels
+    that ReLU6 nearly silences, gradients whose per-channel sum is ~0)."""
+    from pathlib import Path
+    import types
+    src = (Path(__file__).parent / "user_scripts" / "mobilenetv2_cifar.py").read_text()
+    mod = types.ModuleType("mobilenetv2_cifar_model")
+    exec(compile(src.split("torch.manual_seed(0)")[0], "mobilenetv2_cifar.py", "exec"), mod.__dict__)
+    cltorch.manual_seed(0)
+    state = {k: v.detach().cpu().numpy() for k, v in mod.build(cltorch.nn).state_dict().items()}
+    m = mod.build(torch.nn)
+    m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
+    m = m.double().train()
+    cap = {}
+    for name, mm in m.named_modules():
+        if isinstance(mm, torch.nn.ReLU6):
+            mm.inplace = False              # the hooks need each BatchNorm's output unmodified
+        if isinstance(mm, torch.nn.BatchNorm2d):
+            mm.register_forward_hook(lambda mo, i, o, n=name: cap.setdefault(n, {}).update(x=i[0].detach().numpy()))
+            mm.register_full_backward_hook(lambda mo, gi, go, n=name: cap[n].update(g=go[0].detach().numpy()))
+    xb, yb = mod.batches[0]
+    out = m.classifier(torch.nn.functional.adaptive_avg_pool2d(m.features(torch.from_numpy(xb).double()), 1).flatten(1))
+    torch.nn.functional.cross_entropy(out, torch.from_numpy(yb)).backward()
+    return [(n, d["x"].astype(np.float32), d["g"].astype(np.float32)) for n, d in cap.items()]
+
+
+def test_batch_norm_at_mobilenet_activations():
+    """Each of MobileNetV2's 52 BatchNorms, alone, on the input and output gradient it sees in the user script's
+    first step: output, input and weight gradients within 4x torch float32's distance from float64 (plus the 2e-7
+    floor), the bias gradient (a sum that is ~0) relative to the largest per-channel sum |g|. The user script's
+    own first-step check is not this: one ReLU6 pre-activation within rounding distance of 0 takes the other branch
+    and moves every gradient below it (tools/norm_probe.py --pin shows the first step without those flips)."""
+    bad = []
+    for name, x, g in _mobilenet_bn_inputs():
+        c = x.shape[1]
+        arrays = [x, np.ones(c, np.float32), np.zeros(c, np.float32)]
+        ours = _run(cltorch, _bn, arrays, g, "cl:0", cltorch.float32)
+        t32 = _run(torch, _bn, arrays, g, None, torch.float32)
+        t64 = _run(torch, _bn, arrays, g, None, torch.float64)
+        gsum = float(np.abs(g.astype(np.float64)).sum((0, 2, 3)).max())
+        for i, what in enumerate(("output", "grad_input", "grad_weight", "grad_bias")):
+            if what == "grad_bias":
+                d_ours, d_t32 = (float(np.abs(r[3] - t64[3]).max() / gsum) for r in (ours, t32))
+            else:
+                d_ours, d_t32 = _dist(ours[i], t64[i]), _dist(t32[i], t64[i])
+            if not d_ours <= 4 * d_t32 + 2e-7:
+                bad.append(f"{name} {tuple(x.shape)} {what}: ours {d_ours:.3g} from float64, torch float32 {d_t32:.3g}")
+    assert not bad, "\n".join(bad)
