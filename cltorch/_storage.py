@@ -282,14 +282,18 @@ POOL_HELD_MAX = 64 << 20    # bytes of free blocks the pool keeps for reuse; blo
 # ------------------------------------------------------------------ the cpu block pool
 # A block is [aligned uint8 array, its zero-copy cl.Buffer, the Runtime of that buffer, the Runtime.syncs count at
 # which it was freed with kernels queued, else -1, the typed view last handed out as a storage's host array, its
-# cltorch dtype] (no buffer and runtime until its first kernel). Storage.empty takes one; a dying
+# cltorch dtype, the Runtime.tail event when it was freed with kernels queued] (no buffer and runtime until its
+# first kernel). Storage.empty takes one; a dying
 # storage gives it back only when nothing else can reach its memory: not exposed to numpy, and no view, memoryview or
 # buffer of it alive (reference counts: numpy views of a view hold the owning array, so the owner's count sees every
 # numpy view; a memoryview or ctypes object holds the array it was made from, the storage's own view). The runtime
 # holds a block a queued kernel uses until the queue finished (Runtime.keep), so its memory outlives the kernel even
 # if the pool drops it; a block still queued is handed only to a kernel's output (Storage.empty(for_kernel=True)),
-# which the in-order queue writes after those kernels, and never to memory the host may write first. Keyed by the
-# block's size (the request rounded up to HOST_ALIGN bytes).
+# which the in-order queue writes after those kernels, and never to memory the host may write first, until a
+# synchronize or the completion of the queue's last command at the time it was freed (its tail event: in an in-order
+# queue, every command before it is done then) shows those kernels finished. Without that second test, a cpu step
+# that makes no synchronize (no host read) would take a fresh block for every output not marked for_kernel.
+# Keyed by the block's size (the request rounded up to HOST_ALIGN bytes).
 _free_blocks = {}
 _held = [0]
 _forked_pools = []    # a forked child's inherited pools: never freed there (their buffers are the parent's)
@@ -308,7 +312,7 @@ def _take_block(nbytes, for_kernel):
             else:
                 blk = lst[0]
                 rt = blk[2]
-                if rt is not None and blk[3] >= rt.syncs:
+                if rt is not None and blk[3] >= rt.syncs and not rt.tail_done(blk[6]):
                     blk = None     # maybe still queued: memory the host may write first takes a new block
                 else:
                     got = lst.pop(0)
@@ -320,7 +324,7 @@ def _take_block(nbytes, for_kernel):
         if blk is not None:
             _held[0] -= key
             return blk
-    return [aligned_empty(key, np.uint8), None, None, -1, None, None]
+    return [aligned_empty(key, np.uint8), None, None, -1, None, None, None]
 
 
 # sys.getrefcount inside _give_block of a block nothing else reaches: the owner is held by the block's array, the
@@ -342,7 +346,11 @@ def _give_block(blk, host):
     rt = blk[2]
     # kernels queued before now may use it until the next synchronize ends (pending is set before an enqueue and
     # cleared after the finish, both under the runtime's lock, so a clear flag means they are done)
-    blk[3] = rt.syncs if rt is not None and rt.pending else -1
+    if rt is not None and rt._pending:
+        blk[3], blk[6] = rt.syncs, rt.tail
+    else:
+        blk[3] = -1
+        blk[6] = None
     _held[0] = held
     lst = _free_blocks.get(key)
     if lst is None:

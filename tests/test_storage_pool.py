@@ -94,6 +94,86 @@ def test_a_block_queued_kernels_use_goes_only_to_a_kernel_output(busy_queue):
 def busy_queue(monkeypatch):
     """Queued kernels count as still running until a synchronize (on a fast device they may have finished)."""
     monkeypatch.setattr(Runtime, "idle", lambda self: not self.pending)
+    monkeypatch.setattr(Runtime, "tail_done", lambda self, ev: False)
+
+
+class _Gate:
+    """Holds the cpu runtime's in-order queue shut: a marker waiting on a user event is queued, so every command queued
+    after it stays queued until ``open()`` (deterministic, whatever the device's speed). Open it before any host read."""
+
+    def __init__(self, rt):
+        import pyopencl as cl
+        self.cl = cl
+        self.ev = cl.UserEvent(rt.ctx)
+        cl.enqueue_marker(rt.queue, wait_for=[self.ev])
+        rt.pending = True               # a command other than a launch: the queue's tail is unknown
+        self.shut = True
+
+    def open(self):
+        if self.shut:
+            self.shut = False
+            self.ev.set_status(self.cl.command_execution_status.COMPLETE)
+
+
+@pytest.fixture
+def gate():
+    RT().synchronize()
+    g = _Gate(RT())
+    yield g
+    g.open()
+
+
+def test_a_block_freed_behind_running_kernels_is_reused_once_the_queue_tail_completed(gate):
+    """A block freed with kernels queued goes to host-first memory only after the queue's last command at the time
+    of the free completed (``Runtime.tail``), without a synchronize: so a cpu step that never syncs reuses its
+    blocks, and the host never writes memory a queued kernel still writes."""
+    rt = RT()
+    n = 100_000                          # above the numpy forms' size: a kernel
+    x_np = _randn(91, n)
+    x = cltorch.tensor(x_np)
+    assert rt.tail is None               # the gate's marker is not a launch
+    t = x * 2.0                          # a kernel output, held behind the gate
+    blk = t._storage._block
+    tail = rt.tail
+    assert tail is not None and not rt.tail_done(tail)
+    del t
+    early = S.Storage.empty(n, cltorch.float32, CPU)
+    assert early._block is not blk       # the kernel writing t's block has not run
+    early.host[:] = 5.0
+    gate.open()
+    tail.wait()                          # no synchronize: the tail's completion alone frees the block for the host
+    syncs = rt.syncs
+    late = S.Storage.empty(n, cltorch.float32, CPU)
+    assert late._block is blk and rt.syncs == syncs and rt.pending
+    late.host[:] = -1.0                  # the kernel that wrote blk is done: this write is the last one
+    rt.synchronize()
+    np.testing.assert_array_equal(late.host, np.full(n, -1.0, np.float32))
+    np.testing.assert_array_equal(early.host, np.full(n, 5.0, np.float32))
+
+
+def test_after_a_queued_copy_the_tail_is_unknown_and_freed_blocks_wait_for_a_synchronize(gate):
+    """A queued command other than a launch (a buffer copy, which the code queueing it marks by setting
+    ``Runtime.pending``) makes the latest launch's event no longer the queue's tail: blocks freed then are not handed
+    to host-first memory before a synchronize, even once the last launch completed."""
+    rt = RT()
+    n = 100_000
+    x_np = _randn(92, n)
+    src = cltorch.tensor(x_np) * 3.0     # kernel output, held behind the gate
+    dst = S.Storage.empty(n, cltorch.float32, CPU, for_kernel=True)
+    gate.cl.enqueue_copy(rt.queue, dst.cl_buffer(), src._storage.cl_buffer(), byte_count=n * 4)
+    rt.pending = True                    # as every op that queues a copy or fill does
+    assert rt.tail is None
+    blk = src._storage._block
+    launched = rt.last_event
+    del src
+    gate.open()
+    launched.wait()                      # the last launch is done, the copy behind it maybe not
+    host_side = S.Storage.empty(n, cltorch.float32, CPU)
+    assert host_side._block is not blk
+    host_side.host[:] = 7.0
+    np.testing.assert_array_equal(dst.read(0, n), x_np * np.float32(3.0))    # read waits for the queue
+    late = S.Storage.empty(n, cltorch.float32, CPU)
+    assert late._block is blk            # after that synchronize, it is reusable
 
 
 def test_idle_means_the_latest_kernel_completed():

@@ -98,7 +98,8 @@ class Runtime:
         self.allocated = 0
         self.peak = 0
         self.limit = None            # bytes, from set_per_process_memory_fraction
-        self.pending = False         # work queued since the last synchronize
+        self._pending = False        # work queued since the last synchronize (``pending``)
+        self.tail = None             # the latest launch's event while it is the last command queued, else None
         self.syncs = 0               # synchronizes so far (the cpu block pool tells blocks kernels may use by it)
         self.last_event = None       # the event of the latest launch (``idle``)
         self._checks = {}            # deferred device-side checks (bounds flags), run at the next synchronize
@@ -161,17 +162,35 @@ class Runtime:
             if keeps:       # what this thread fetched is held from now until the queue finished
                 self._keepalive += keeps
                 keeps.clear()
-            self.pending = True
-            ev = self.last_event = k(self.queue, gsize, lsize, *args)
+            self._pending = True
+            ev = self.last_event = self.tail = k(self.queue, gsize, lsize, *args)
         if self.profiling:
             self._events.append((k.function_name, gsize, ev))
         return ev
+
+    @property
+    def pending(self):
+        """True while work queued since the last synchronize may still run."""
+        return self._pending
+
+    @pending.setter
+    def pending(self, v):
+        # code that queues a command other than a kernel launch (a copy, a fill) sets pending itself: the latest
+        # launch's event may then no longer be the last command queued, so ``tail`` is unknown until the next launch
+        self._pending = v
+        if v:
+            self.tail = None
+
+    def tail_done(self, ev):
+        """True when ``ev`` (a ``tail`` taken earlier) has completed, hence, the queue being in order, every command
+        queued before it. None (the tail was unknown) is never done."""
+        return ev is not None and ev.command_execution_status == 0    # CL_COMPLETE
 
     def idle(self):
         """True when no launched kernel is still queued or running: nothing pending, or the latest launch's event
         complete (the queue is in order). A synchronize then costs next to nothing (numpy forms of small ops use
         it to decide between waiting and queueing their kernel)."""
-        if not self.pending:
+        if not self._pending:
             return True
         ev = self.last_event
         return ev is not None and ev.command_execution_status == 0    # CL_COMPLETE
@@ -207,13 +226,16 @@ class Runtime:
         the end of an op that launched kernels on host memory. It synchronizes only when (a) since its last call
         this thread's kernels were handed memory shared with numpy or another process (``Storage.exposed`` or
         shared memory: numpy must never see stale data, and numpy's later writes must not reach a kernel still
-        queued), or (b) a deferred device check is pending (its error surfaces at the op, as cpu errors always
-        did). Otherwise the kernels stay queued, as on any device: host reads wait for the queue
-        (``Storage.host_sync``) and the runtime holds queued host storages until the next synchronize, so their
-        memory (temporaries included) outlives the kernels. A kernel's storages must be fetched with
-        ``Storage.cl_buffer()`` for each enqueue (that both keeps them alive and notes exposure)."""
+        queued), or (b) more than ``KEEP_MAX`` queued host storages are held. Otherwise the kernels stay queued, as
+        on any device: host reads wait for the queue (``Storage.host_sync``) and the runtime holds queued host
+        storages until the next synchronize, so their memory (temporaries included) outlives the kernels. A
+        kernel's storages must be fetched with ``Storage.cl_buffer()`` for each enqueue (that both keeps them alive
+        and notes exposure). A pending deferred device check (``defer_check``: a target or index out of range) does
+        not make it wait: as on ``cl:N``, the error is raised at the next synchronization, which every host read
+        of a queued storage is (session-7 amendment; before, cpu waited here so that such errors raised at the op,
+        one full wait per cross_entropy call)."""
         t = self._touched
-        if t.exposed or self._checks or len(self._keepalive) + len(t.keeps) > KEEP_MAX:
+        if t.exposed or len(self._keepalive) + len(t.keeps) > KEEP_MAX:
             t.exposed = False
             self.synchronize()
 
@@ -222,9 +244,9 @@ class Runtime:
         that launches hold, after the finish: a thread that sees it clear knows its own earlier launches are done,
         even when another thread did the finish."""
         with self.lock:
-            if self.pending:
+            if self._pending:
                 self.queue.finish()
-                self.pending = False
+                self._pending = False
             self.syncs += 1
             self._keepalive.clear()   # under the lock: another thread's queued kernel may still need its storage
             self._touched.keeps.clear()   # this thread's: copies and fills it queued with them are finished too
@@ -339,6 +361,7 @@ def _after_fork_in_child():
     if _runtimes or _forked[0] or devices._cache:
         _forked[0] = True
         _runtimes.clear()
+        _cpu_rt[0] = None
 
 
 import os as _os  # noqa: E402
@@ -385,8 +408,16 @@ def cpu_index():
                         "`pip install pocl-binary-distribution` provides one, or move tensors to 'cl'.")
 
 
+_cpu_rt = [None]      # the cpu device's Runtime once made (cleared in a forked child, with _runtimes)
+
+
 def cpu_runtime():
-    return runtime(cpu_index())
+    """The Runtime of the OpenCL CPU device that runs arithmetic on ``cpu`` tensors (memoised: every cpu storage's
+    first kernel asks for it, and ``cpu_index`` walks the device list)."""
+    rt = _cpu_rt[0]
+    if rt is None:
+        rt = _cpu_rt[0] = runtime(cpu_index())
+    return rt
 
 
 def default_index():

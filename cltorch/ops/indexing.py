@@ -232,7 +232,7 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
         bounds = [(size, dim) for (_, _, size, _, dim) in idxs]
         rt.defer_check(lambda: _check_err(err, bounds))
     if data._storage.host is not None or (direct is not None and direct._storage.host is not None):
-        rt.finish_if_exposed()   # a pending bounds check makes it wait: cpu index errors raise at the op
+        rt.finish_if_exposed()   # the bounds check stays deferred: it raises at the next synchronization
 
 
 def _compact_kernel(rt, kernel, cmode, mt, vt, R):
