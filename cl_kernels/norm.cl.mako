@@ -8,6 +8,8 @@
 ##       "row"   w[row]                         (batch_norm: one row per channel)
 ##   has_w, has_b: a weight / a bias is passed
 ##   save_var: also write the biased variance of each row (batch_norm's running statistics)
+##   vec: every 8 elements j = 8i .. 8i + 7 of a row sit side by side in memory (A == 1, or Bn % 8 == 0): they load
+##        and store as one vector; otherwise each element's offset is walked separately (same values, same order)
 ## A row is `A x Bn` elements of a contiguous input: element (a, b) of row r sits at
 ##   r * rs + a * sa + b         (layer/rms/group norm: A = 1; batch_norm: rs = HW, sa = C * HW, Bn = HW)
 ## A row's L = A * Bn elements, in the order j = a * Bn + b, are cut into nch chunks of CH (the last one shorter);
@@ -28,13 +30,17 @@
 ##             chunk order and writes its chunk of grad_x; chunk 0 also writes the row sums (batch_norm).
 ## With nch == 1 the second kernel computes its chunk's sums itself (the same function) and the first is not
 ## launched. The mean is saved as mean[r] (hi) and mean[nrows + r] (lo).
-## Inside a chunk, terms add in blocks of NORM_NB (a partial per block, then the partials):
-## one sequential float32 sum over a batch_norm row of 16,384 terms was ~20x further from float64 than PyTorch's.
+## Inside a chunk (CH is a multiple of 8), terms add in 32 stripes: stripe t (0..31) adds, group after group, the
+## terms j0 + 32 i + t (missing terms of the last group add 0), and the chunk's sum is the balanced binary tree over
+## the 32 stripe sums in order (((s0 + s1) + (s2 + s3)) + ...): four vector accumulators of 8 lanes, whatever the
+## device. The error of a chunk sum grows as CH / 32 + 5 (one sequential float32 sum over a batch_norm row of
+## 16,384 terms was ~20x further from float64 than PyTorch's).
 ## Every work-item only reads what the previous launch wrote: no local memory, no barriers, no atomics.
 <%namespace name="cm" file="common.cl.mako"/>
 ${cm.preamble(types)}
-#define NORM_NB 32
 <%
+    V = CT + "8"
+    IV = "long8" if CT == "double" else "int8"
     def widx(row, b):
         if affine == "col":
             return b
@@ -47,8 +53,103 @@ ${cm.preamble(types)}
     # deterministic mode: Intel's CPU compiler vectorises the loops over a row's chunk sums, reassociating them
     # (PoCL and Intel then differ in the last bits); volatile accumulators keep IEEE's order, as in loss_reduce
     VOL = "volatile " if context.get("deterministic") else ""
+    if T == CT:
+        LD, ST = "vload8(0, %s)", "vstore8(%s, 0, %s)"
+    else:   # half storage, float compute
+        LD, ST = "vload_half8(0, %s)", "vstore_half8(%s, 0, %s)"
+    def vtree(v):
+        """the balanced tree over the 8 lanes of v, adjacent pairs first"""
+        l = ["%s.s%d" % (v, q) for q in range(8)]
+        return "(((%s + %s) + (%s + %s)) + ((%s + %s) + (%s + %s)))" % tuple(l)
+    def tree4(n):
+        """the balanced tree over the 32 stripes held in vectors n0 .. n3"""
+        return "((%s + %s) + (%s + %s))" % tuple(vtree("%s%d" % (n, v)) for v in range(4))
 %>
-## the normalised element: ((x - mean hi) - mean lo) * rstd (rms: x * rstd)
+#define NORM_IOTA ((${IV})(0, 1, 2, 3, 4, 5, 6, 7))
+
+## lanes q >= rem of t read 0 (the terms past the end of a chunk)
+inline ${V} keep8(${V} t, int rem) { return select((${V})0, t, NORM_IOTA < (${IV})rem); }
+
+## lanes of a vector: those j < j1 of j, j + 1, ..., j + 7 (0 to 8)
+inline int rem8(long j, long j1) { return (int)clamp(j1 - j, 0L, 8L); }
+
+## 8 consecutive elements q[0..7] (those at i >= rem read 0)
+inline ${V} ld8c(__global const ${T}* q, int rem)
+{
+    if (rem >= 8) return ${LD % "q"};
+    ${V} v = (${V})0;
+% for i in range(8):
+    if (rem > ${i}) v.s${i} = (${CT})q[${i}];
+% endfor
+    return v;
+}
+
+## elements j .. j + 7 of a row whose element j sits at (a, b): p[a * sa + b], ... (lanes >= rem read 0)
+inline ${V} ld8(__global const ${T}* p, long a, long b, long sa, long Bn, int rem)
+{
+% if vec:
+    return ld8c(p + a * sa + b, rem);
+% else:
+    ${V} v = (${V})0;
+% for i in range(8):
+    if (rem > ${i}) v.s${i} = (${CT})p[a * sa + b];
+    if (++b == Bn) { b = 0; ++a; }
+% endfor
+    return v;
+% endif
+}
+
+inline void st8(__global ${T}* p, long a, long b, long sa, long Bn, int rem, ${V} v)
+{
+% if vec:
+    __global ${T}* q = p + a * sa + b;
+    if (rem >= 8) { ${ST % ("v", "q")}; return; }
+% for i in range(8):
+    if (rem > ${i}) q[${i}] = (${T})v.s${i};
+% endfor
+% else:
+% for i in range(8):
+    if (rem > ${i}) p[a * sa + b] = (${T})v.s${i};
+    if (++b == Bn) { b = 0; ++a; }
+% endfor
+% endif
+}
+
+## (a, b) of element j -> of element j + 8
+inline void adv8(long* a, long* b, long Bn)
+{
+% if vec:
+    *b += 8;
+    if (*b >= Bn) { *b -= Bn; *a += 1; }
+% else:
+    *b += 8;
+    *a += *b / Bn;
+    *b %= Bn;
+% endif
+}
+
+% if affine == "group":
+## group_norm's weight of elements b .. b + 7 of row r (A == 1)
+inline ${V} wgroup8(__global const ${T}* w, long r, long b, int rem, long G, long Cg, long HW)
+{
+    ${V} v = (${V})0;
+% for i in range(8):
+    if (rem > ${i}) v.s${i} = (${CT})w[${widx("r", "b + %d" % i)}];
+% endfor
+    return v;
+}
+% endif
+
+## the weight of 8 elements (a, b) .. of row r (affine "col" / "group")
+<%def name="wvec(wp)">\
+% if affine == "col":
+ld8c(${wp} + b, rem)\
+% else:
+wgroup8(${wp}, r, b, rem, G, Cg, HW)\
+% endif
+</%def>
+
+## the normalised elements: ((x - mean hi) - mean lo) * rstd (rms: x * rstd)
 <%def name="xhat(xv)">\
 % if center:
 ((${xv} - mu) - ml) * rstd\
@@ -56,39 +157,68 @@ ${cm.preamble(types)}
 ${xv} * rstd\
 % endif
 </%def>
-## for-header walking elements j0 <= j < j1 of a row: a, b are the element's coordinates, p its offset in the row
-## (an empty row, Bn == 0, has j0 == j1 == 0 and divides nothing)
-<%def name="each(j0, j1)">for (long j = ${j0}, a = Bn ? (${j0}) / Bn : 0, b = (${j0}) - a * Bn; j < ${j1}; ++j, b = (b + 1 == Bn) ? 0 : b + 1, a += (b == 0))</%def>
+
+## a for-header over the groups of 32 elements of [j0, j1), (a, b) walking with them; its body is unrolled over
+## the group's four vectors (v = 0..3), each at element k + 8 v with rem lanes
+<%def name="groups()">\
+    {
+    long a = a0, b = b0;
+    for (long k = j0; k < j1; k += 32) {
+% for v in range(4):
+        {
+        int rem = rem8(k + ${8 * v}, j1);
+${caller.body(v=v)}
+        adv8(&a, &b, Bn);
+        }
+% endfor
+    }
+    }
+</%def>
+
+## a for-header over the vectors of [j0, j1), (a, b) walking with them
+<%def name="vectors()">\
+    {
+    long a = a0, b = b0;
+    for (long k = j0; k < j1; k += 8) {
+        int rem = rem8(k, j1);
+${caller.body()}
+        adv8(&a, &b, Bn);
+    }
+    }
+</%def>
+
+<%def name="start()">\
+    long a0 = Bn ? j0 / Bn : 0, b0 = j0 - a0 * Bn;
+</%def>
 
 ## Sums over elements [j0, j1) of a row: the pivot P = (sum x) / n, D = sum (x - P), Q = sum (x - P)^2 (center);
 ## or P = D = 0, Q = sum x^2 (rms).
 void fwd_chunk(__global const ${T}* xp, long j0, long j1, long sa, long Bn, ${CT}* P_out, ${CT}* D_out, ${CT}* Q_out)
 {
+${start()}
     ${CT} m = 0;
-    ${CT} sd = 0, pd = 0;
 % if center:
-    ${CT} s = 0, ps = 0;
-    int ks = 0;
-    ${each("j0", "j1")} {
-        ps += (${CT})xp[a * sa + b];
-        if (++ks == NORM_NB) { s += ps; ps = 0; ks = 0; }
-    }
-    s += ps;
-    m = s / (${CT})(j1 - j0);
+    ${V} s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+<%self:groups args="v">
+        s${v} += ld8(xp, a, b, sa, Bn, rem);
+</%self:groups>
+    m = ${tree4("s")} / (${CT})(j1 - j0);
 % endif
-    ${CT} q = 0, pq = 0;
-    int kq = 0;
-    ${each("j0", "j1")} {
-        ${CT} d = (${CT})xp[a * sa + b] - m;
+    ${V} d0 = 0, d1 = 0, d2 = 0, d3 = 0, q0 = 0, q1 = 0, q2 = 0, q3 = 0;
+<%self:groups args="v">
+        ${V} t = keep8(ld8(xp, a, b, sa, Bn, rem) - m, rem);
 % if center:
-        pd += d;
+        d${v} += t;
 % endif
-        pq += d * d;
-        if (++kq == NORM_NB) { sd += pd; q += pq; pd = 0; pq = 0; kq = 0; }
-    }
+        q${v} += t * t;
+</%self:groups>
     *P_out = m;
-    *D_out = sd + pd;
-    *Q_out = q + pq;
+% if center:
+    *D_out = ${tree4("d")};
+% else:
+    *D_out = 0;
+% endif
+    *Q_out = ${tree4("q")};
 }
 
 __kernel void norm_part(__global ${CT}* part, __global const ${T}* x, long x_off,
@@ -166,9 +296,9 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
     ${CT} br = (${CT})bb[b_off + r];
 % endif
 % endif
-    ${each("j0", "j1")} {
-        long p = a * sa + b;
-        ${CT} v = ${xhat("(" + CT + ")xp[p]")};
+${start()}
+<%self:vectors>
+        ${V} v = ${xhat("ld8(xp, a, b, sa, Bn, rem)")};
 % if affine == "row":
 % if has_w:
         v = v * wr;
@@ -178,14 +308,14 @@ __kernel void norm_fwd(__global ${T}* y, long y_off,
 % endif
 % elif affine != "none":
 % if has_w:
-        v = v * (${CT})w[w_off + ${widx("r", "b")}];
+        v = v * ${wvec("w + w_off")};
 % endif
 % if has_b:
-        v = v + (${CT})bb[b_off + ${widx("r", "b")}];
+        v = v + ${wvec("bb + b_off")};
 % endif
 % endif
-        yp[p] = (${T})v;
-    }
+        st8(yp, a, b, sa, Bn, rem, v);
+</%self:vectors>
 }
 
 ## Backward of the normalisation (per row), with xh = (x - mean) * rstd and gh = g * w:
@@ -198,21 +328,18 @@ void bwd_chunk(__global const ${T}* gp, __global const ${T}* xp, __global const 
                ${CT} mu, ${CT} ml, ${CT} rstd, long j0, long j1, long sa, long Bn, long G, long Cg, long HW,
                ${CT}* s1_out, ${CT}* s2_out)
 {
-    ${CT} s1 = 0, s2 = 0, p1 = 0, p2 = 0;
-    int k1 = 0;
-    ${each("j0", "j1")} {
-        long p = a * sa + b;
-        ${CT} gv = (${CT})gp[p];
+${start()}
+    ${V} e0 = 0, e1 = 0, e2 = 0, e3 = 0, f0 = 0, f1 = 0, f2 = 0, f3 = 0;
+<%self:groups args="v">
+        ${V} gv = ld8(gp, a, b, sa, Bn, rem);
 % if w_in_sum:
-        gv = gv * (${CT})w[w_off + ${widx("r", "b")}];
+        gv = gv * ${wvec("w + w_off")};
 % endif
-        ${CT} xh = ${xhat("(" + CT + ")xp[p]")};
-        p1 += gv;
-        p2 += gv * xh;
-        if (++k1 == NORM_NB) { s1 += p1; s2 += p2; p1 = 0; p2 = 0; k1 = 0; }
-    }
-    *s1_out = s1 + p1;
-    *s2_out = s2 + p2;
+        e${v} += gv;
+        f${v} += keep8(gv * ${xhat("ld8(xp, a, b, sa, Bn, rem)")}, rem);
+</%self:groups>
+    *s1_out = ${tree4("e")};
+    *s2_out = ${tree4("f")};
 }
 
 __kernel void norm_bwd_part(__global ${CT}* part,
@@ -229,8 +356,7 @@ __kernel void norm_bwd_part(__global ${CT}* part,
     long j0 = c * CH, j1 = min(j0 + CH, L);
     ${CT} s1, s2;
     bwd_chunk(g + g_off + r * rs, x + x_off + r * rs, w, w_off, r, mean_in[r], mean_in[nrows + r], rstd_in[r], j0, j1, sa,
-              Bn,
-              G, Cg, HW, &s1, &s2);
+              Bn, G, Cg, HW, &s1, &s2);
     part[2 * gid] = s1;
     part[2 * gid + 1] = s2;
 }
@@ -279,21 +405,22 @@ __kernel void norm_bwd(__global ${T}* gi, long gi_off,
 % if not center:
     c1 = 0;
 % endif
-    ${each("j0", "j1")} {
-        long p = a * sa + b;
-        ${CT} gv = (${CT})gp[p];
+${start()}
+<%self:vectors>
+        ${V} gv = ld8(gp, a, b, sa, Bn, rem);
 % if affine == "row" and has_w:
         gv = gv * wr;
 % elif affine != "none" and has_w:
-        gv = gv * (${CT})w[w_off + ${widx("r", "b")}];
+        gv = gv * ${wvec("w + w_off")};
 % endif
-        ${CT} xh = ${xhat("(" + CT + ")xp[p]")};
-        op[p] = (${T})(rstd * (gv - c1 - xh * c2));
-    }
+        ${V} xh = ${xhat("ld8(xp, a, b, sa, Bn, rem)")};
+        st8(op, a, b, sa, Bn, rem, rstd * (gv - c1 - xh * c2));
+</%self:vectors>
 }
 
-## Weight and bias gradients of layer_norm / rms_norm: column sums over rows of g * xh and g.
-## Work-item (col, chunk) sums rows [chunk * CH, chunk * CH + CH) into part_w[chunk][col], part_b[chunk][col].
+## Weight and bias gradients of layer_norm / rms_norm: column sums over rows of g * xh and g (rows of M columns,
+## contiguous). Work-item (cv, chunk) sums rows [chunk * CH, chunk * CH + CH), each row after the previous one,
+## for the 8 columns 8 cv .. 8 cv + 7 (those < M) into part_w[chunk][col], part_b[chunk][col].
 __kernel void norm_wgrad(__global ${CT}* part_w, __global ${CT}* part_b,
                          __global const ${T}* g, long g_off,
                          __global const ${T}* x, long x_off,
@@ -301,17 +428,22 @@ __kernel void norm_wgrad(__global ${CT}* part_w, __global ${CT}* part_b,
                          long nrows, long M, long CH, long nchunks)
 {
     long gid = get_global_id(0);
-    if (gid >= M * nchunks) return;
-    long ch = gid / M, col = gid - ch * M;
+    long MV = (M + 7) / 8;
+    if (gid >= MV * nchunks) return;
+    long ch = gid / MV, c0 = 8 * (gid - ch * MV);
     long r0 = ch * CH, r1 = min(r0 + CH, nrows);
-    ${CT} sw = 0, sb = 0;
+    int rem = rem8(c0, M);
+    ${V} sw = 0, sb = 0;
     for (long r = r0; r < r1; ++r) {
-        ${CT} gv = (${CT})g[g_off + r * M + col];
+        ${V} gv = ld8c(g + g_off + r * M + c0, rem);
         ${CT} mu = mean_in[r], ml = mean_in[nrows + r], rstd = rstd_in[r];
-        ${CT} xh = ${xhat("(" + CT + ")x[x_off + r * M + col]")};
+        ${V} xh = ${xhat("ld8c(x + x_off + r * M + c0, rem)")};
         sw += gv * xh;
         sb += gv;
     }
-    part_w[gid] = sw;
-    part_b[gid] = sb;
+    __global ${CT}* pw = part_w + ch * M + c0;
+    __global ${CT}* pb = part_b + ch * M + c0;
+% for i in range(8):
+    if (rem > ${i}) { pw[${i}] = sw.s${i}; pb[${i}] = sb.s${i}; }
+% endfor
 }

@@ -39,14 +39,14 @@ _BWD_PART_ARGS = [None, None, _L, None, _L, None, _L, None, None] + [_L] * 10
 
 
 def _chunks(rt, L):
-    """(CH, nch): a row of L elements in nch chunks of CH (the last one shorter). From L and the profile's
+    """(CH, nch): a row of L elements in nch chunks of CH (a multiple of 8; the last one shorter). From L and the profile's
     ``[norm]`` ``chunk`` (the shortest chunk worth its own work-item) and ``max_chunks`` (the most per row: each
     second-pass work-item adds all of its row's chunk sums) alone, so the order of every sum is fixed by the row
     length and the profile, never by the work-group size."""
     chunk = max(1, int(rt.profile.get_value("norm", "chunk", 1024)))
     maxc = max(1, int(rt.profile.get_value("norm", "max_chunks", 64)))
     nch = max(1, min(maxc, -(-L // chunk)))
-    CH = max(1, -(-L // nch))
+    CH = 8 * max(1, -(-L // (8 * nch)))       # a multiple of 8: a chunk starts at a vector (see the template)
     return CH, max(1, -(-L // CH))
 
 
@@ -58,18 +58,20 @@ def _dummy(t):
     return t._storage.cl_buffer()
 
 
-def _params(x, w, b, center, affine, save_var):
-    """Template parameters of one norm program (forward, backward and weight-gradient kernels share it)."""
+def _params(x, w, b, center, affine, save_var, A, Bn):
+    """Template parameters of one norm program (forward, backward and weight-gradient kernels share it). ``vec``:
+    rows of A segments of Bn elements keep every 8 elements j = 8i .. 8i + 7 side by side (one vector load)."""
     ct = compute_dtype(x.dtype)
     return dict(T=x.dtype.cl, CT=ct.cl, center=bool(center), affine=affine, has_w=w is not None,
-                has_b=b is not None, save_var=bool(save_var), types=types_of(x.dtype, ct))
+                has_b=b is not None, save_var=bool(save_var), types=types_of(x.dtype, ct),
+                vec=bool(A == 1 or Bn % 8 == 0))
 
 
 def _norm_launch(x, w, b, nrows, rs, A, sa, Bn, G, Cg, HW, eps, center, affine, save_var=False):
     """Forward kernels over a contiguous x. Returns (y, mean, rstd, var or None, params); mean is (2 * nrows,):
     each row's mean as hi (mean[:nrows]) plus lo (mean[nrows:]), which the backward kernels subtract in turn."""
     ct = compute_dtype(x.dtype)
-    params = _params(x, w, b, center, affine, save_var)
+    params = _params(x, w, b, center, affine, save_var, A, Bn)
     y = Tensor._empty(x._shape, x.dtype, x.device)
     mean = Tensor._empty((2 * nrows,), ct, x.device)
     rstd = Tensor._empty((nrows,), ct, x.device)
@@ -132,7 +134,8 @@ def _norm_bwd_launch(g, x, w, mean, rstd, nrows, rs, A, sa, Bn, G, Cg, HW, param
 
 
 def _wgrad_launch(g, x, mean, rstd, nrows, M, params):
-    """Column sums over rows of g * xh and g (layer_norm / rms_norm weight and bias gradients)."""
+    """Column sums over rows of g * xh and g (layer_norm / rms_norm weight and bias gradients): one work-item per 8
+    columns and ``[norm] wgrad_rows`` rows, each column's rows added in order, then the chunks' sums."""
     ct = compute_dtype(x.dtype)
     rt = x._runtime()
     CH = max(1, min(nrows, int(rt.profile.get_value("norm", "wgrad_rows", 256))))
@@ -140,7 +143,7 @@ def _wgrad_launch(g, x, mean, rstd, nrows, M, params):
     pw = Tensor._empty((nch, M), ct, x.device)
     pb = Tensor._empty((nch, M), ct, x.device)
     k = kernel(rt, "norm.cl.mako", "norm_wgrad", [None, None, None, _L, None, _L, None, None] + [_L] * 4, **params)
-    launch(rt, k, M * nch, local_size(rt, "norm"), pw._storage.cl_buffer(), pb._storage.cl_buffer(),
+    launch(rt, k, -(-M // 8) * nch, local_size(rt, "norm"), pw._storage.cl_buffer(), pb._storage.cl_buffer(),
            g._storage.cl_buffer(), g._offset, x._storage.cl_buffer(), x._offset, mean._storage.cl_buffer(),
            rstd._storage.cl_buffer(), nrows, M, CH, nch, host=is_host(x, g))
     return pw.sum(0), pb.sum(0)
