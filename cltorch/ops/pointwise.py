@@ -11,6 +11,7 @@ OpenCL builtins that differ from PyTorch are avoided: ``round`` uses ``rint`` (h
 ``maximum``/``minimum``/``clamp``/``relu`` propagate NaN (``fmax``/``fmin`` drop it), and integer
 division by zero raises ZeroDivisionError instead of giving an undefined value.
 """
+import dis
 import math
 import re
 
@@ -490,7 +491,25 @@ float_power = lambda a, b: pow(a.double() if _is_t(a) else a, b.double() if _is_
 
 
 # ----------------------------------------------------------------------------- unary ops
-def _unary_forward(name, expr, rule):
+def _derivative_reads(backward, bw_expr):
+    """Whether a unary derivative ``backward(a, out, grad)`` (and its fused form ``bw_expr`` over x0 = grad,
+    x1 = a, x2 = out) reads its input and its output: the forward saves only those, as PyTorch's derivative
+    formulas save only the tensors they name, so an in-place op on a tensor the derivative never reads (``y =
+    x.sin(); y.mul_(2)``) does not trip the saved-tensor version check."""
+    if backward is None:
+        return False, False
+    code = backward.__code__
+    read = {i.argval for i in dis.get_instructions(code)
+            if i.opname in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE")} | set(code.co_cellvars)
+    a_name, out_name = code.co_varnames[:2]
+    expr = bw_expr or ""
+    return (a_name in read or re.search(r"\bx1\b", expr) is not None,
+            out_name in read or re.search(r"\bx2\b", expr) is not None)
+
+
+def _unary_forward(name, expr, rule, keeps=(True, True)):
+    keep_a, keep_out = keeps
+
     def forward(ctx, a, out=None):
         dt = a.dtype
         if rule == "float":
@@ -519,7 +538,7 @@ def _unary_forward(name, expr, rule):
         e = "(x0 == 0)" if rule == "int" and dt is D.bool else _render(expr, cdt)   # bool: ~ is logical not
         out = pointwise(e, [a], rdt, cdt, out=out)
         if ctx is not None:
-            ctx.save_for_backward(a, out)
+            ctx.save_for_backward(a if keep_a else None, out if keep_out else None)
         return out
     return forward
 
@@ -532,10 +551,13 @@ def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=Fal
     the gradient itself is not recorded (no ``create_graph``) and grad, a and out share a float32/float64 dtype,
     as PyTorch's ``tanh_backward``-style kernels do."""
     fused = {}      # (grad, a, out) signatures and the deterministic flag -> _launch entry
+    keeps = _derivative_reads(backward, bw_expr)
 
     def bw(ctx, g):
         a, o = ctx.saved_tensors
         if bw_expr is not None and not _grad_state.enabled:
+            # the one the expression does not read (not saved) stands in for it in the launch's operands
+            a, o = (o if a is None else a), (a if o is None else o)
             dt = o.dtype
             if g.dtype is dt and a.dtype is dt and (dt is D.float32 or dt is D.float64):
                 key = (_signature(g), _signature(a), _signature(o), DETERMINISTIC[0])
@@ -544,7 +566,7 @@ def defunary(name, expr, rule="float", backward=None, inplace=True, uses_out=Fal
                     r = fused[key] = [_render(bw_expr, dt), dt, dt, None]
                 return (_launch(r, (g, a, o)),)
         return (backward(a, o, g),)
-    op = register(name, _unary_forward(name, expr, rule), bw if backward is not None else None)
+    op = register(name, _unary_forward(name, expr, rule, keeps), bw if backward is not None else None)
 
     def fn(a, *, out=None):
         if a.dtype._kind == 3:
@@ -609,8 +631,8 @@ acosh = defunary("acosh", "acosh(x0)", "float", lambda a, o, g: g * (a * a - 1).
 atanh = defunary("atanh", "atanh(x0)", "float", lambda a, o, g: g / (1 - a * a))
 sigmoid = defunary("sigmoid", "1.0f / (1.0f + exp(-x0))", "float", lambda a, o, g: g * o * (1 - o), uses_out=True,
                    bw_expr="(x0 * x2) * (1.0f - x2)")
-relu = defunary("relu", lambda ct: "(x0 < 0 ? (%s)0 : x0)" % ct.cl, "same", lambda a, o, g: g * (a > 0),
-                bw_expr="x0 * (x1 > 0.0f ? 1.0f : 0.0f)")
+relu = defunary("relu", lambda ct: "(x0 < 0 ? (%s)0 : x0)" % ct.cl, "same", lambda a, o, g: g * (o > 0),
+                bw_expr="x0 * (x2 > 0.0f ? 1.0f : 0.0f)")     # reads its output, as PyTorch's threshold_backward
 erf = defunary("erf", "erf(x0)", "float", lambda a, o, g: g * (2.0 / math.sqrt(math.pi)) * (-(a * a)).exp())
 erfc = defunary("erfc", "erfc(x0)", "float", lambda a, o, g: g * (-2.0 / math.sqrt(math.pi)) * (-(a * a)).exp())
 floor = defunary("floor", lambda ct: "floor(x0)" if ct.is_floating_point else "x0", "same", lambda a, o, g: g * 0)
