@@ -72,8 +72,8 @@ def idx_type(*tensors):
 
 
 def finish(rt, *tensors):
-    """The wait at the end of an op on cpu tensors: only where memory numpy shares is touched or a device check
-    is pending (``Runtime.finish_if_exposed``)."""
+    """The wait at the end of an op on cpu tensors: only where memory numpy shares is touched
+    (``Runtime.finish_if_exposed``; a pending device check is read at the next synchronization)."""
     if any(t is not None and t._storage.host is not None for t in tensors):
         rt.finish_if_exposed()
 

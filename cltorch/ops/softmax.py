@@ -50,7 +50,7 @@ def local_size(rt, table, default=64):
 
 def launch(rt, k, n, ls, *args, host=False):
     """Enqueue ``k`` over ``n`` work-items (rounded up to a multiple of ``ls``). ``host`` (cpu tensors): then
-    wait where memory numpy shares was touched or a device check is pending (``Runtime.finish_if_exposed``)."""
+    wait where memory numpy shares was touched (``Runtime.finish_if_exposed``)."""
     if n <= 0:
         return
     ls = max(1, min(ls, n)) if n < ls else ls
