@@ -358,8 +358,8 @@ class CompiledFunction:
         for x in leaves:
             if _is_tensor(x):
                 if x.device.type == "cpu":
-                    self._fail("a cpu tensor argument: cpu ops are synchronous and partly run in numpy, so only "
-                               "cl devices are captured", self.fn(*_unflatten(spec, iter(leaves))[0],
+                    self._fail("a cpu tensor argument: cpu ops partly run in numpy and wait where memory is "
+                               "shared, so only cl devices are captured", self.fn(*_unflatten(spec, iter(leaves))[0],
                                                                   **_unflatten(spec, iter(leaves))[1]))
                 if x.requires_grad:
                     args, kwargs = _unflatten(spec, iter(leaves))

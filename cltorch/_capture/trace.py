@@ -179,8 +179,8 @@ class Recorder:
                 import pyopencl as cl
                 if a.flags & cl.mem_flags.USE_HOST_PTR:
                     self.unsupported(f"a kernel on a cpu tensor's host memory ({kernel_label(k)}, at {user_frame()}):"
-                                     " cpu ops are synchronous and partly run in numpy, so only cl devices are "
-                                     "captured")
+                                     " cpu ops partly run in numpy and wait where memory is shared, so only cl"
+                                     " devices are captured")
                     break
         self.trace.entries.append(("k", rt, k, tuple(gsize), None if lsize is None else tuple(lsize), tuple(args)))
         with rt.lock:
