@@ -118,6 +118,7 @@ class _Gate:
 @pytest.fixture
 def gate():
     RT().synchronize()
+    S.release_host_blocks()             # blocks earlier tests freed would be handed out first (oldest first)
     g = _Gate(RT())
     yield g
     g.open()
