@@ -67,3 +67,18 @@ def test_reviewers_case():
     y.add_(1)
     y.sum().backward()
     assert to_np(x.grad).tolist() == [-1.0, -1.0]
+
+
+def test_derivative_reads_sees_every_name_form():
+    """Which saved tensors a derivative reads, across bytecode forms (3.13 loads two locals in one instruction;
+    a nested function reads through a cell): a missed read would save None and break the backward."""
+    from cltorch.ops.pointwise import _derivative_reads
+    assert _derivative_reads(lambda a, o, g: g * o, None) == (False, True)
+    assert _derivative_reads(lambda a, o, g: o * a * g, None) == (True, True)
+    assert _derivative_reads(lambda a, o, g: -g, None) == (False, False)
+    assert _derivative_reads(lambda a, o, g: g, "x0 * x2") == (False, True)
+    assert _derivative_reads(lambda a, o, g: g, "x0 * cos(x1)") == (True, False)
+
+    def nested(a, o, g):
+        return (lambda: g * a)()
+    assert _derivative_reads(nested, None) == (True, False)

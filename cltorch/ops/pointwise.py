@@ -499,8 +499,12 @@ def _derivative_reads(backward, bw_expr):
     if backward is None:
         return False, False
     code = backward.__code__
-    read = {i.argval for i in dis.get_instructions(code)
-            if i.opname in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE")} | set(code.co_cellvars)
+    # every name an instruction mentions (Python 3.13's LOAD_FAST_LOAD_FAST names two at once, as a tuple), and
+    # the parameters a nested function reads: a parameter no instruction names is one the derivative never reads
+    read = set(code.co_cellvars)
+    for ins in dis.get_instructions(code):
+        v = ins.argval
+        read.update(v if isinstance(v, tuple) else (v,))
     a_name, out_name = code.co_varnames[:2]
     expr = bw_expr or ""
     return (a_name in read or re.search(r"\bx1\b", expr) is not None,
