@@ -88,19 +88,8 @@ def leaky_relu_(input, negative_slope=0.01):  # noqa: A002
 
 
 def prelu(input, weight):  # noqa: A002
-    """``x if x > 0 else weight * x``; weight has 1 or C (= input.shape[1]) entries."""
-    w = weight
-    if weight.numel() != 1:
-        if input.dim() < 2 and input.dim() != 1:
-            raise RuntimeError("prelu: weight with more than one entry needs an input with a channel dim")
-        ch = 1 if input.dim() >= 2 else 0
-        if weight.numel() != input.shape[ch]:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                               f"{weight.numel()} and channel size = {input.shape[ch]}.")
-        w = weight.reshape((-1,) + (1,) * (input.dim() - ch - 1))
-    else:
-        w = weight.reshape(())
-    return torch.where(input > 0, input, input * w)
+    """``x if x > 0 else weight * x``; weight has 1 or C (= input.shape[1]) entries (``cltorch.prelu``)."""
+    return torch.prelu(input, weight)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
@@ -134,7 +123,8 @@ def logsigmoid(input):  # noqa: A002
 
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
-    return torch.where((input > lambd) | (input < -lambd), input, 0.0)
+    """``x`` where ``|x| > lambd``, else 0 (``cltorch.hardshrink``)."""
+    return torch.hardshrink(input, lambd)
 
 
 def softshrink(input, lambd=0.5):  # noqa: A002
