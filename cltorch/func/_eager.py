@@ -126,6 +126,22 @@ def _grads(outs, inputs, cots, keep):
     return [r if r is not None else zeros_like(i) for r, i in zip(res, inputs)]
 
 
+def _argnum_leaves(args, argnums):
+    """The positions ``argnums`` selects and their Tensor leaves with the tree spec; ValueError for a leaf that
+    is not a Tensor (torch.func's message)."""
+    an, diff = _diff_args(args, argnums)
+    leaves, spec = tree_flatten(diff)
+    for v in leaves:
+        if not isinstance(v, Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(v)}")
+    return an, leaves, spec
+
+
+def _call_on(func, args, kwargs, an, new, has_aux, api):
+    """``func`` called with the arguments at ``an`` replaced by ``new``: ``(output, aux)``."""
+    return _split_aux(func(*_replace(args, an, new), **kwargs), has_aux, api)
+
+
 def _split_aux(out, has_aux, api):
     if not has_aux:
         return out, None
@@ -148,17 +164,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        an, diff = _diff_args(args, argnums)
-        leaves, spec = tree_flatten(diff)
-        for v in leaves:
-            if not isinstance(v, Tensor):
-                raise ValueError(f"Thing passed to transform API must be Tensor, got {type(v)}")
+        an, leaves, spec = _argnum_leaves(args, argnums)
         keep = _keep_graph(leaves)
         outer_grad = is_grad_enabled()
         with _level(), enable_grad():
             new = [_prepare(v, keep) for v in leaves]
-            out = func(*_replace(args, an, tree_unflatten(new, spec)), **kwargs)
-            out, aux = _split_aux(out, has_aux, api)
+            out, aux = _call_on(func, args, kwargs, an, tree_unflatten(new, spec), has_aux, api)
             if not isinstance(out, Tensor):
                 raise RuntimeError(f"{api}: Expected f(*args) to return a Tensor, got {type(out)}")
             if out.dim() != 0:
@@ -351,17 +362,12 @@ def linearize(func, *primals):
 
 # ------------------------------------------------------------------------------------------------ jacobians
 def _jacobian(func, argnums, has_aux, api, args, kwargs):
-    an, diff = _diff_args(args, argnums)
-    leaves, spec = tree_flatten(diff)
-    for v in leaves:
-        if not isinstance(v, Tensor):
-            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(v)}")
+    an, leaves, spec = _argnum_leaves(args, argnums)
     keep = _keep_graph(leaves)
     outer_grad = is_grad_enabled()
     with _level(), enable_grad():
         new = [_prepare(v, keep) for v in leaves]
-        out = func(*_replace(args, an, tree_unflatten(new, spec)), **kwargs)
-        out, aux = _split_aux(out, has_aux, api)
+        out, aux = _call_on(func, args, kwargs, an, tree_unflatten(new, spec), has_aux, api)
         out_leaves, out_spec = tree_flatten(out)
         for o in out_leaves:
             if not isinstance(o, Tensor):
