@@ -230,6 +230,14 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _zero_top(default_mask, scores, k, largest):
+    """A contiguous copy of ``default_mask`` with the ``k`` entries of largest (or smallest) ``scores`` zeroed."""
+    mask = default_mask.clone(memory_format=torch.contiguous_format)
+    if k:
+        mask.view(-1)[torch.topk(scores.reshape(-1), k=k, largest=largest).indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Zero ``amount`` entries chosen uniformly at random (among those not pruned yet)."""
     PRUNING_TYPE = "unstructured"
@@ -239,12 +247,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        k = _n_to_prune(self.amount, t.nelement())
-        mask = default_mask.clone(memory_format=torch.contiguous_format)
-        if k:
-            idx = torch.topk(torch.rand_like(t).reshape(-1), k=k).indices
-            mask.view(-1)[idx] = 0
-        return mask
+        return _zero_top(default_mask, torch.rand_like(t), _n_to_prune(self.amount, t.nelement()), largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -260,12 +263,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        k = _n_to_prune(self.amount, t.nelement())
-        mask = default_mask.clone(memory_format=torch.contiguous_format)
-        if k:
-            idx = torch.topk(torch.abs(t).reshape(-1), k=k, largest=False).indices
-            mask.view(-1)[idx] = 0
-        return mask
+        return _zero_top(default_mask, torch.abs(t), _n_to_prune(self.amount, t.nelement()), largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
