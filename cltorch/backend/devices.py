@@ -55,6 +55,7 @@ class DeviceInfo:
     fp16: bool
     fp64: bool
     extensions: tuple = field(default_factory=tuple)
+    max_work_item_sizes: tuple = ()   # per dimension (CL_DEVICE_MAX_WORK_ITEM_SIZES); () = max_work_group_size each
     cl_device: object = None      # the pyopencl Device (None for recorded fixtures)
 
     @property
@@ -80,7 +81,8 @@ def device_info_from_props(index, props, cl_device=None):
         local_mem=int(props.get("local_mem_size", 0)), max_alloc=int(props.get("max_mem_alloc_size", 0)),
         max_work_group_size=int(props.get("max_work_group_size", 1)),
         preferred_vector_width_float=int(props.get("preferred_vector_width_float", 1)),
-        fp16=fp16, fp64=fp64, extensions=exts, cl_device=cl_device)
+        fp16=fp16, fp64=fp64, extensions=exts,
+        max_work_item_sizes=tuple(int(v) for v in props.get("max_work_item_sizes", ())), cl_device=cl_device)
 
 
 def _props(dev, platform):
@@ -94,7 +96,7 @@ def _props(dev, platform):
                 version=dev.version, opencl_c_version=getattr(dev, "opencl_c_version", ""),
                 max_compute_units=dev.max_compute_units, global_mem_size=dev.global_mem_size,
                 local_mem_size=dev.local_mem_size, max_mem_alloc_size=dev.max_mem_alloc_size,
-                max_work_group_size=dev.max_work_group_size,
+                max_work_group_size=dev.max_work_group_size, max_work_item_sizes=tuple(dev.max_work_item_sizes),
                 preferred_vector_width_float=dev.preferred_vector_width_float,
                 extensions=dev.extensions, double_fp_config=dfp)
 

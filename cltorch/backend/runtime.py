@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-from . import program
+from . import geometry, program
 from .devices import list_devices
 from .profile import load_profile
 
@@ -105,6 +105,7 @@ class Runtime:
         self._checks = {}            # deferred device-side checks (bounds flags), run at the next synchronize
         self.mf = cl.mem_flags
         self._cl_errors = (cl.MemoryError, cl.RuntimeError, cl.LogicError)
+        self._geometry_ok = set()    # (kernel, global, local) triples that passed geometry.check
 
     # ---------------------------------------------------------------- kernels
     def program(self, template, options=(), **params):
@@ -152,9 +153,19 @@ class Runtime:
     def launch(self, k, gsize, lsize, *args):
         """Enqueue a kernel; marks the queue as having pending work.
 
-        Holds the runtime's lock: a pyopencl Kernel call sets the arguments on the shared Kernel object and then
+        The first launch of a kernel with given sizes is checked against the device's and the kernel's limits
+        (``geometry.check``; raises ``LaunchError``), and an enqueue the driver refuses raises ``LaunchError``
+        naming the kernel. Holds the runtime's lock: a pyopencl Kernel call sets the arguments on the shared Kernel object and then
         enqueues, and another thread launching the same kernel in between would swap in its own arguments.
         While ``cltorch._capture`` records, the recorder logs the launch and enqueues it (or only logs it)."""
+        try:
+            fits = (k, gsize, lsize) in self._geometry_ok
+        except TypeError:             # a list as a size
+            gsize, lsize = tuple(gsize), (tuple(lsize) if lsize is not None else None)
+            fits = (k, gsize, lsize) in self._geometry_ok
+        if not fits:                  # first time for these sizes: check them against the device and the kernel
+            geometry.check(self, k, gsize, lsize, args)
+            self._geometry_ok.add((k, gsize, lsize))
         if self.capture is not None:
             return self.capture.launch(self, k, gsize, lsize, args)
         keeps = self._touched.keeps if self._kept else None    # (a device with no host memory never looks)
@@ -163,7 +174,10 @@ class Runtime:
                 self._keepalive += keeps
                 keeps.clear()
             self._pending = True
-            ev = self.last_event = self.tail = k(self.queue, gsize, lsize, *args)
+            try:
+                ev = self.last_event = self.tail = k(self.queue, gsize, lsize, *args)
+            except self._cl_errors as e:
+                raise geometry.launch_failed(self, k, gsize, lsize, e) from e
         if self.profiling:
             self._events.append((k.function_name, gsize, ev))
         return ev

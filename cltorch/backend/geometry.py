@@ -1,0 +1,250 @@
+"""Launch geometry: the one place where a kernel launch's sizes are fitted to the device and checked.
+
+Every launch goes through :meth:`Runtime.launch`, which calls :func:`check` the first time it sees a
+(kernel, global size, local size) triple, before the enqueue. A launch outside the limits raises
+:class:`LaunchError` naming the kernel, its sizes, the limit and where the limit comes from, instead of the
+driver's bare ``INVALID_WORK_GROUP_SIZE`` / ``INVALID_KERNEL_ARGS`` (or, on some drivers, a dead context).
+
+The limits are the smallest of three sources:
+
+- the device: ``CL_DEVICE_MAX_WORK_GROUP_SIZE``, ``CL_DEVICE_MAX_WORK_ITEM_SIZES`` (NVIDIA: 64 in the third
+  dimension), ``CL_DEVICE_LOCAL_MEM_SIZE``;
+- the device profile's ``[limits]`` table (``devices/*.toml``): what a vendor's driver enforces but does not
+  report (NVIDIA: at most 65,535 work-groups in dimensions 1 and 2, as CUDA's grid), and, because a profile is
+  also a configuration, the way the tests emulate a vendor's limits on a CPU device
+  (``CLTORCH_PROFILE_ONLY=1`` with the vendor's files: ``tests/test_kernel_configs.py``);
+- the kernel: ``CL_KERNEL_WORK_GROUP_SIZE`` (below the device's when a kernel needs many registers) and
+  ``CL_KERNEL_LOCAL_MEM_SIZE`` plus its ``__local`` arguments.
+
+Launch plans ask for geometry here rather than computing it beside the enqueue: :func:`fit_local` shrinks a
+wished local shape (from the profile) to the limits and to the extents, :func:`grid` rounds the extents up to
+whole work-groups, :func:`nd` does both, :func:`cap` is the largest work-group a kernel may have (for kernels
+whose work-group size is a template value: build, ask, rebuild smaller).
+"""
+from dataclasses import dataclass
+
+__all__ = ["LaunchError", "Limits", "limits", "kernel_limits", "cap", "fit_local", "grid", "nd", "check",
+           "launch_failed"]
+
+_UNLIMITED = 2 ** 63 - 1
+
+
+class LaunchError(RuntimeError):
+    """A kernel launch that the device cannot run: sizes outside the device's or the kernel's limits, or an
+    enqueue the driver refused. The message names the kernel (and its template), the global and local sizes,
+    and the limit or the driver's error."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The launch limits of one device (the smallest of the device's and its profile's ``[limits]``).
+
+    ``max_work_group_size``: work-items per group; ``max_work_item_sizes``: per dimension (3 entries);
+    ``local_mem_size``: bytes of local memory per group; ``max_groups``: work-groups per dimension (3 entries);
+    ``sources``: for each field, "device" or the profile file that lowered it."""
+    max_work_group_size: int
+    max_work_item_sizes: tuple
+    local_mem_size: int
+    max_groups: tuple
+    sources: dict
+
+    def why(self, field):
+        return self.sources.get(field, "device")
+
+
+def _profile_limits(profile):
+    """The profile's ``[limits]`` table and the file that set each key (the last file naming it)."""
+    table = dict(profile.get("limits", {}) or {})
+    src = {}
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    for path in getattr(profile, "sources", ()):
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except OSError:
+            continue
+        for key in data.get("limits", {}) or {}:
+            src[key] = path.rsplit("/", 1)[-1]
+    return table, src
+
+
+def limits(rt):
+    """The :class:`Limits` of a runtime's device (memoised on the runtime). Uses the device's own profile
+    (``native_profile``), so deterministic mode keeps the vendor's limits."""
+    lim = getattr(rt, "_limits", None)
+    if lim is None:
+        lim = rt._limits = limits_for(rt.info, getattr(rt, "native_profile", rt.profile))
+    return lim
+
+
+def limits_for(info, profile):
+    """The :class:`Limits` of a DeviceInfo under a profile (see :func:`limits`)."""
+    table, src = _profile_limits(profile)
+    sources = {}
+
+    def lower(field, device_value, key):
+        v = table.get(key)
+        if v is None:
+            return device_value
+        if isinstance(device_value, tuple):
+            v = tuple(int(x) for x in v) + (_UNLIMITED,) * (3 - len(v))
+            out = tuple(min(a, b) for a, b in zip(device_value, v))
+            if out != device_value:
+                sources[field] = f"{src.get(key, 'profile')} [limits] {key}"
+            return out
+        if int(v) < device_value:
+            sources[field] = f"{src.get(key, 'profile')} [limits] {key}"
+            return int(v)
+        return device_value
+
+    wg = int(info.max_work_group_size) or 1
+    items = tuple(int(v) for v in (info.max_work_item_sizes or ()))
+    items = (items + (wg,) * 3)[:3] if items else (wg, wg, wg)
+    local = int(info.local_mem) or _UNLIMITED
+    return Limits(max_work_group_size=lower("max_work_group_size", wg, "max_work_group_size"),
+                  max_work_item_sizes=lower("max_work_item_sizes", items, "max_work_item_sizes"),
+                  local_mem_size=lower("local_mem_size", local, "local_mem_size"),
+                  max_groups=lower("max_groups", (_UNLIMITED,) * 3, "max_groups"),
+                  sources=sources)
+
+
+def kernel_limits(rt, k):
+    """(work-group size, static local memory in bytes) that the compiled kernel ``k`` allows on ``rt``'s
+    device (``CL_KERNEL_WORK_GROUP_SIZE``, ``CL_KERNEL_LOCAL_MEM_SIZE``), memoised on the kernel object."""
+    info = getattr(k, "_cltorch_wg", None)
+    if info is None:
+        import pyopencl as cl
+        dev = rt.info.cl_device
+        try:
+            wg = int(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev))
+        except cl.Error:
+            wg = _UNLIMITED
+        try:
+            lm = int(k.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, dev))
+        except cl.Error:
+            lm = 0
+        info = (wg or _UNLIMITED, lm)
+        try:
+            k._cltorch_wg = info
+        except AttributeError:
+            pass
+    return info
+
+
+def cap(rt, k=None):
+    """The largest work-group (work-items) a launch may use: the device's limit, and the kernel's if given."""
+    c = limits(rt).max_work_group_size
+    if k is not None:
+        c = min(c, kernel_limits(rt, k)[0])
+    return c
+
+
+def fit_local(rt, want, extents=None, k=None):
+    """A local size (tuple) fitted from ``want`` (an int or a tuple, usually the profile's value): each
+    dimension at most the device's per-dimension limit and, with ``extents``, at most the extent (a work-group
+    wider than the range only idles), then halved, largest dimension first, until the group fits the device's
+    and the kernel's (``k``) work-group limits. Never below 1 per dimension."""
+    want = (want,) if isinstance(want, int) else tuple(want)
+    lim = limits(rt)
+    loc = []
+    for d, w in enumerate(want):
+        v = min(int(w), lim.max_work_item_sizes[d])
+        if extents is not None:
+            v = min(v, max(1, int(extents[d])))
+        loc.append(max(1, v))
+    c = cap(rt, k)
+    while _prod(loc) > c:
+        d = max(range(len(loc)), key=lambda i: loc[i])
+        loc[d] = max(1, loc[d] // 2)
+    return tuple(loc)
+
+
+def grid(extents, local):
+    """Global sizes: each extent rounded up to a whole number of work-groups."""
+    return tuple(((max(int(e), 0) + l - 1) // l) * l for e, l in zip(extents, local))
+
+
+def nd(rt, extents, want, k=None):
+    """(global, local) for ``extents`` work-items with the wished local shape fitted (:func:`fit_local`)."""
+    extents = (extents,) if isinstance(extents, int) else tuple(extents)
+    loc = fit_local(rt, want, extents, k)
+    return grid(extents, loc), loc
+
+
+def _prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def _name(k):
+    src = getattr(k, "_cltorch_src", None)
+    try:
+        name = k.function_name
+    except Exception:  # noqa: BLE001
+        name = "?"
+    return f"kernel '{name}'" + (f" ({src[0]})" if src else "")
+
+
+def _local_arg_bytes(args):
+    try:
+        import pyopencl as cl
+    except ImportError:
+        return 0
+    return sum(int(a.size) for a in args if isinstance(a, cl.LocalMemory))
+
+
+def check(rt, k, gsize, lsize, args=()):
+    """Raise :class:`LaunchError` unless the launch of ``k`` over ``gsize`` with work-groups ``lsize`` (None:
+    the driver chooses) fits the device's and the kernel's limits: work-items per group, per dimension, the
+    global size a whole number of groups, the groups per dimension, local memory."""
+    lim = limits(rt)
+    gsize = tuple(int(g) for g in gsize)
+
+    def fail(what):
+        where = f"cl:{rt.index} {rt.info.name}"
+        sizes = f"global size {gsize}, local size {tuple(lsize) if lsize is not None else None}"
+        raise LaunchError(f"{_name(k)} cannot be launched on {where}: {sizes}: {what}")
+
+    if not 1 <= len(gsize) <= 3:
+        fail(f"{len(gsize)} dimensions (OpenCL allows 1 to 3)")
+    if any(g < 1 for g in gsize):
+        fail("every global size must be at least 1 (an empty launch should not be enqueued)")
+    if lsize is None:
+        return
+    lsize = tuple(int(v) for v in lsize)
+    if len(lsize) != len(gsize):
+        fail("local and global sizes have different numbers of dimensions")
+    if any(v < 1 for v in lsize):
+        fail("every local size must be at least 1")
+    for d, (g, l) in enumerate(zip(gsize, lsize)):
+        if l > lim.max_work_item_sizes[d]:
+            fail(f"local size {l} in dimension {d} exceeds the limit of {lim.max_work_item_sizes[d]} "
+                 f"(max_work_item_sizes, from {lim.why('max_work_item_sizes')})")
+        if g % l:
+            fail(f"global size {g} in dimension {d} is not a multiple of the local size {l}")
+        if g // l > lim.max_groups[d]:
+            fail(f"{g // l} work-groups in dimension {d} exceed the limit of {lim.max_groups[d]} "
+                 f"(max_groups, from {lim.why('max_groups')})")
+    n = _prod(lsize)
+    if n > lim.max_work_group_size:
+        fail(f"{n} work-items per group exceed the device's limit of {lim.max_work_group_size} "
+             f"(max_work_group_size, from {lim.why('max_work_group_size')})")
+    kwg, klm = kernel_limits(rt, k)
+    if n > kwg:
+        fail(f"{n} work-items per group exceed this kernel's limit of {kwg} (CL_KERNEL_WORK_GROUP_SIZE: the "
+             "registers or local memory it needs per work-item)")
+    local = klm + _local_arg_bytes(args)
+    if local > lim.local_mem_size:
+        fail(f"{local} bytes of local memory exceed the limit of {lim.local_mem_size} "
+             f"(local_mem_size, from {lim.why('local_mem_size')})")
+
+
+def launch_failed(rt, k, gsize, lsize, err):
+    """The :class:`LaunchError` for an enqueue the driver refused (``err``, a pyopencl error)."""
+    return LaunchError(f"{_name(k)} failed to launch on cl:{rt.index} {rt.info.name} (global size "
+                       f"{tuple(gsize)}, local size {tuple(lsize) if lsize is not None else None}): {err}")
