@@ -120,7 +120,7 @@ def reduction():
 
 def gemm():
     from cltorch.backend import runtime
-    from cltorch.ops import _gemm
+    from cltorch.ops import gemm as _gemm
     idx = ct.device(DEV).index
     prof = runtime(idx if idx is not None else 0).profile
     g = dict(prof.get("gemm", {}))
@@ -165,7 +165,7 @@ def conv():
     fwd_bwd("conv1d dilated", lambda x, w: ct.nn.functional.conv1d(x, w, dilation=2),
             lambda x, w: torch.nn.functional.conv1d(x, w, dilation=2),
             [(arr(n, c, h + 4), True), (arr(o, c, 3), True)], 1e-4, 1e-5)
-    # depthwise kernels (ops/conv_depthwise.py): multiplier 2, stride 2, rows that end in a partial vector
+    # depthwise kernels (ops/conv/depthwise.py): multiplier 2, stride 2, rows that end in a partial vector
     fwd_bwd("conv2d depthwise", lambda x, w, b: ct.nn.functional.conv2d(x, w, b, 2, 1, 1, c),
             lambda x, w, b: torch.nn.functional.conv2d(x, w, b, 2, 1, 1, c),
             [(arr(n, c, h, h + 3), True), (arr(2 * c, 1, 3, 3), True), (arr(2 * c), True)], 1e-4, 1e-5)

@@ -467,9 +467,9 @@ def test_gemm_bias_and_residual_adds_fuse_into_the_gemm():
 
 
 def test_gemm_epilogue_operand_directly():
-    """``ops._gemm.gemm(..., E=)`` against numpy: a bias row, a per-row column and a full residual, batched, with
+    """``ops.gemm.gemm(..., E=)`` against numpy: a bias row, a per-row column and a full residual, batched, with
     partial tiles; the stored value equals the plain GEMM's plus E exactly."""
-    from cltorch.ops import _gemm
+    from cltorch.ops import gemm as _gemm
     rng = np.random.default_rng(5)
 
     def desc(t, rs, cs, bs):

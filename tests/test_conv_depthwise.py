@@ -1,5 +1,5 @@
 """Depthwise convolutions (groups == in_channels, channel multiplier M = out_channels / in_channels) through the
-depthwise kernels of cltorch/ops/conv_depthwise.py: forward values, input/weight/bias gradients (torch autograd
+depthwise kernels of cltorch/ops/conv/depthwise.py: forward values, input/weight/bias gradients (torch autograd
 is the oracle) for 1-d, 2-d and 3-d, strides, padding, dilation, multiplier 2 and 3, non-contiguous and
 channels_last inputs, float64, float16, conv_transpose with a depthwise geometry; the weight gradient is
 bit-identical across devices in deterministic mode and does not depend on the profile's work-group sizes."""
@@ -9,7 +9,7 @@ import torch as T
 
 import cltorch as torch
 from cltorch.ops import conv as C
-from cltorch.ops import conv_depthwise as DW
+from cltorch.ops.conv import depthwise as DW
 
 
 def _ct(a, device, grad=False):

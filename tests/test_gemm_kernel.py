@@ -1,4 +1,4 @@
-"""The GEMM kernel (cl_kernels/gemm.cl.mako through cltorch/ops/_gemm.py) against numpy.
+"""The GEMM kernel (cl_kernels/gemm.cl.mako through cltorch/ops/gemm/) against numpy.
 
 Operands live in raw pyopencl buffers laid out with arbitrary offsets and strides (transposed, sliced,
 batch-broadcast), so these tests need neither the Tensor class nor any copy. The reference is numpy in
@@ -11,8 +11,8 @@ import pytest
 cl = pytest.importorskip("pyopencl")
 
 from cltorch.backend import runtime  # noqa: E402
-from cltorch.ops import _gemm  # noqa: E402
-from cltorch.ops._gemm import gemm, GemmError  # noqa: E402
+from cltorch.ops import gemm as _gemm  # noqa: E402
+from cltorch.ops.gemm import gemm, GemmError  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""GEMM profile rows: selection by ``upto`` and ``m_upto`` (cltorch/ops/_gemm.py), and products that run each
+"""GEMM profile rows: selection by ``upto`` and ``m_upto`` (cltorch/ops/gemm/), and products that run each
 row of the shipped AVX-512 profile (devices/pocl-cpu-avx512.toml) against numpy."""
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 import cltorch as torch
 from cltorch.backend.profile import _read
 from cltorch.backend.paths import profiles_dir
-from cltorch.ops import _gemm
+from cltorch.ops import gemm as _gemm
 
 ROWS = [
     {"upto": 384, "m_upto": 64, "mr": 8, "lx": 2},

@@ -86,7 +86,7 @@ def _contig(shape):
 
 def _match(entries, i, uses, live, _ew):
     """The fused entry for GEMM ``i`` and add ``i + 1``, or None."""
-    from ..ops import _gemm
+    from ..ops import gemm as _gemm
     g = _gemm_info(entries[i])
     if g is None:
         return None

@@ -126,7 +126,7 @@ def _bench(dev, quick):
 def _tune(dev, quick):
     """Search GEMM register-blocking rows for two size classes; write the best into the tuned profile."""
     import cltorch as torch
-    from ..ops import _gemm
+    from ..ops import gemm as _gemm
     from ..backend.profile import tuned_profile_path
     d = torch.device(dev)
     rt = backend.runtime(d.index)

@@ -13,7 +13,7 @@ from .._dispatch import call, register
 from .._tensor import Tensor
 from ._util import method
 from .elementwise import broadcast_shapes, common_device
-from . import _gemm
+from . import gemm as _gemm
 
 __all__ = ["matmul", "mm", "bmm", "addmm", "baddbmm", "addmv", "addbmm", "linear", "outer", "ger", "dot", "vdot",
            "mv", "einsum", "inner", "tensordot", "trace"]

@@ -28,7 +28,7 @@ import numpy as np
 from .. import _dtype as D
 from .._dispatch import call, register, is_grad_enabled
 from .._tensor import Tensor
-from . import _gemm
+from . import gemm as _gemm
 from .elementwise import common_device, pointwise
 from .joins import cat
 from .linalg import linear

@@ -34,11 +34,11 @@ import threading
 
 import numpy as np
 
-from .. import _dtype as D
-from .._dispatch import call, register, is_grad_enabled, set_grad_enabled_raw
-from .._tensor import Tensor
-from .elementwise import _collapse, common_device
-from .softmax import kernel, launch, is_host, compute_dtype, types_of, safe_softmax
+from ... import _dtype as D
+from ..._dispatch import call, register, is_grad_enabled, set_grad_enabled_raw
+from ..._tensor import Tensor
+from ..elementwise import _collapse, common_device
+from ..softmax import kernel, launch, is_host, compute_dtype, types_of, safe_softmax
 
 __all__ = ["scaled_dot_product_attention", "SDPBackend", "sdpa_kernel"]
 
@@ -94,7 +94,7 @@ def _enabled_backends():
 
 # ------------------------------------------------------------------------------------------------- helpers
 def _matmul(a, b):
-    from .linalg import matmul
+    from ..linalg import matmul
     return matmul(a, b)
 
 
@@ -145,7 +145,7 @@ def _round(n, m):
 def _scratch(rt, shape, dt, device):
     """A tensor in a pooled OpenCL buffer of ``rt`` (also for cpu tensors, whose numpy memory is not aligned
     for the kernels' vector loads)."""
-    from .._storage import Storage
+    from ..._storage import Storage
     n = 1
     for s in shape:
         n *= s
@@ -177,8 +177,8 @@ def _drop_args(ct, cfg):
 def _setup_dropout(cfg, p):
     """Draw the Philox counters of this call from the default generator (cltorch.ops.random): one block of four
     words per four attention weights of each (padded) row."""
-    from . import random as R
-    from . import _philox_ref as REF
+    from .. import random as R
+    from .. import _philox_ref as REF
     sp4 = _round(cfg.S, 4)
     nblocks = cfg.B0 * cfg.H * cfg.L * sp4 // 4
     g = R.default_generator
@@ -194,8 +194,8 @@ def _setup_dropout(cfg, p):
 def _keep_tensor(cfg, like):
     """The fused kernels' dropout multipliers (keep / (1 - p), or 0) as a (..., L, S) tensor, recomputed on the
     host from the same Philox words (cltorch.ops._philox_ref); used by the composed double backward."""
-    from . import _philox_ref as REF
-    from .creation import tensor
+    from .. import _philox_ref as REF
+    from ..creation import tensor
     k0, k1, ctr0, thr, pscale, sp4 = cfg.drop_args
     BH = cfg.B0 * cfg.H
     words = REF.random_words(cfg.drop_seed, ctr0, BH * cfg.L * sp4 // 4).reshape(BH, cfg.L, sp4)[:, :, :cfg.S]
@@ -441,8 +441,8 @@ def _sum_heads(t, rep):
 
 def _bias(mask, causal, L, S, like):
     """The additive score bias of a bool/float mask and the causal mask (None when neither)."""
-    from .creation import arange
-    from .pointwise import where
+    from ..creation import arange
+    from ..pointwise import where
     bias = None
     if causal:
         i = arange(L, device=like.device).reshape(L, 1)
@@ -545,7 +545,7 @@ def _flash_config(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
         if attn_mask.requires_grad and is_grad_enabled():
             return None, "an attn_mask that requires grad"
         try:
-            from .elementwise import broadcast_shapes
+            from ..elementwise import broadcast_shapes
             full = tuple(qb) + (query._shape[-2], key._shape[-2])
             if broadcast_shapes(attn_mask._shape, full) != full:
                 return None, "an attn_mask that does not broadcast to (..., L, S)"

@@ -8,9 +8,9 @@ the lower index, so ``max(dim)`` returns the first index, as PyTorch does.
 """
 import numpy as np
 
-from .. import _dtype as D
-from .._tensor import Tensor
-from .elementwise import _collapse
+from ... import _dtype as D
+from ..._tensor import Tensor
+from ..elementwise import _collapse
 
 __all__ = ["reduce", "normalize_dims"]
 
@@ -113,7 +113,7 @@ def _vector_aligned(x):
         vw = _vw[dev] = x._storage.runtime().profile.get_value("reduction", "vector_width", 1)
     if vw <= 1:
         return True
-    from .elementwise import _aligned
+    from ..elementwise import _aligned
     return _aligned(x, vw)
 
 
@@ -194,7 +194,7 @@ class _ReducePlan:
         iout = Tensor._empty(self.oshape, D.int64, self.device) if self.arg else None
         if self.kind != "launch":
             if self.kind == "fill":
-                from .pointwise import full_like_value
+                from ..pointwise import full_like_value
                 full_like_value(out, self.fill)
             return (out, iout) if self.arg else out
         rt = self.rt
@@ -220,7 +220,7 @@ class _ReducePlan:
 
 def _vector_mode(x, prof, kshape, kstr, rshape, rstr, map_dt, acc_dt, out_dt, exprs):
     """('inner' | 'outer' | '', vw): whether the one-pass reduction can run on vector types (CPU devices)."""
-    from .elementwise import _VEC_UNSAFE, _aligned
+    from ..elementwise import _VEC_UNSAFE, _aligned
     vw = prof.get_value("reduction", "vector_width", 1)
     if vw <= 1 or not (x.dtype is map_dt is acc_dt is out_dt) or x.dtype not in (D.float32, D.float64):
         return "", 1

@@ -20,7 +20,7 @@ Two kernels compute each direction (``cl_kernels/conv.cl.mako``):
 
 * "direct": implicit GEMM with register blocking (no im2col buffer); best for the small channel counts
   of small CNNs on CPU devices.
-* "gemm": im2col (or col2im) plus the tuned GEMM of ``cltorch/ops/_gemm.py``; best when the GEMM
+* "gemm": im2col (or col2im) plus the tuned GEMM of ``cltorch/ops/gemm/``; best when the GEMM
   dimensions are large. The batch is processed in chunks so the column buffer stays below
   ``[conv] col_bytes`` of the device profile.
 
@@ -29,16 +29,16 @@ The choice is made per call by :func:`_algo` (profile keys ``[conv] direct_max_k
 directions are plain GEMMs with no im2col: :func:`_pointwise`); ``set_algorithm("direct" | "gemm" | None)``
 forces one (tests use it to check both).
 Depthwise geometries (groups == in_channels, a small channel multiplier) run their own kernels
-(``ops/conv_depthwise.py``) unless an algorithm is forced.
+(``ops/conv/depthwise.py``) unless an algorithm is forced.
 Only float32 and float64 are computed (float16 inputs are computed in float32 and cast back); integer
 inputs raise RuntimeError as in PyTorch.
 """
 import numpy as np
 
-from .. import _dtype as D
-from .._dispatch import call, register
-from .._tensor import Tensor
-from .conv_format import _layout, _out_format, _to_layout
+from ... import _dtype as D
+from ..._dispatch import call, register
+from ..._tensor import Tensor
+from .format import _layout, _out_format, _to_layout
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
@@ -50,7 +50,7 @@ _force = [None]
 
 def set_algorithm(name):
     """Force the convolution algorithm: "direct", "gemm", or None (choose per call; depthwise geometries then run
-    the depthwise kernels of ``ops/conv_depthwise.py``). Returns the previous."""
+    the depthwise kernels of ``ops/conv/depthwise.py``). Returns the previous."""
     if name not in (None, "direct", "gemm"):
         raise ValueError(f"unknown convolution algorithm {name!r}; expected 'direct', 'gemm' or None")
     prev = _force[0]
@@ -292,7 +292,7 @@ _GEMM_CFG = {"vw": 1, "nv": 1, "mr": 1}
 def _gemm():
     """The GEMM launcher, called under the runtime's lock: a GEMM plan sets arguments on shared Kernel objects,
     so two threads must not interleave their launches."""
-    from . import _gemm as G
+    from .. import gemm as G
 
     def locked(rt, *args, **kw):
         with rt.lock:
@@ -311,7 +311,7 @@ _ALIGN = 64
 def _aligned_empty(shape, dtype, device):
     if device.type != "cpu":
         return Tensor._empty(shape, dtype, device)
-    from .._storage import Storage
+    from ..._storage import Storage
     n = 1
     for s in shape:
         n *= s
@@ -326,7 +326,7 @@ def _aligned(t):
     h = t._storage.host
     if h is None or h.ctypes.data % _ALIGN == 0:
         return t
-    from .elementwise import pointwise
+    from ..elementwise import pointwise
     return pointwise("x0", [t], t.dtype, t.dtype, out=_aligned_empty(t._shape, t.dtype, t.device))
 
 
@@ -366,7 +366,7 @@ def _gemm_conv(x, w, b, geom):
     y = _aligned_empty((N, O) + geom.out_sp, x.dtype, x.device)
     w = _contig_w(w)
     if b is not None:
-        from .elementwise import pointwise
+        from ..elementwise import pointwise
         pointwise("x0", [b.reshape(1, O, 1, 1, 1)], x.dtype, x.dtype, out=y, shape=y._shape)
     beta = 1.0 if b is not None else 0.0
     idx = _idx_type(_span(x), y.numel() + 1)
@@ -423,7 +423,7 @@ def _gemm_conv_t(u, w, b, geom):
     if _pointwise(geom):        # z[n, g] = W_g^T u[n, g]: A = W_g^T read through its strides, batched over n
         z = _aligned_empty((N, G * Cg) + geom.in_sp, u.dtype, u.device)
         if b is not None:
-            from .elementwise import pointwise
+            from ..elementwise import pointwise
             pointwise("x0", [b.reshape(1, -1, 1, 1, 1)], z.dtype, z.dtype, out=z, shape=z._shape)
         ubuf, wbuf, zbuf = u._storage.cl_buffer(), w._storage.cl_buffer(), z._storage.cl_buffer()
         for g in range(G):
@@ -451,7 +451,7 @@ def _gemm_conv_t(u, w, b, geom):
                   zbuf, z._offset + n0 * G * Cg * HW, G, Cg, *geom.sizes(), *geom.launch_args())
     tmp.done()
     if b is not None:
-        from .elementwise import pointwise
+        from ..elementwise import pointwise
         pointwise("x0 + x1", [z, b.reshape(1, -1, 1, 1, 1)], z.dtype, z.dtype, out=z)
     _finish(rt, u, w, b, z)
     return z
@@ -471,7 +471,7 @@ def _gemm_conv_w(x, u, geom, wshape):
     P = geom.P
     v = _aligned_empty(wshape, x.dtype, x.device)
     if N == 0 or P == 0:
-        from .elementwise import pointwise
+        from ..elementwise import pointwise
         pointwise("0", [], x.dtype, x.dtype, out=v, shape=v._shape)
         _finish(rt, v)
         return v
@@ -520,7 +520,7 @@ def _pointwise_conv_w(rt, x, u, geom, v, npdt):
              (xbuf, x._offset + g * CI * xs[1], 1, xs[1], xs[0]),
              (pbuf, part._offset + g * Og * CI, CI, 1, O * CI), 1.0, 0.0, N, npdt)
     if N > 1:
-        from .reduction import reduce
+        from ..reduction import reduce
         v = reduce(part, (0,), name="sum").reshape(v._shape)
     _finish(rt, x, u, v)
     return v
@@ -568,11 +568,11 @@ def _direct_conv_w(x, u, geom, wshape, with_bias):
 
 
 def _depthwise(rt, geom, cin_per_group, cout_per_group):
-    """Whether a convolution runs the depthwise kernels (``ops/conv_depthwise.py``): no algorithm forced and a
+    """Whether a convolution runs the depthwise kernels (``ops/conv/depthwise.py``): no algorithm forced and a
     depthwise geometry (groups > 1, one input channel per group, a small channel multiplier)."""
     if _force[0] is not None:
         return False
-    from .conv_depthwise import eligible
+    from .depthwise import eligible
     return eligible(rt, geom, cin_per_group, cout_per_group)
 
 
@@ -601,7 +601,7 @@ def _compute(fn, *ts):
 
 
 def _empty_out(shape, like):
-    from .elementwise import pointwise
+    from ..elementwise import pointwise
     t = Tensor._empty(shape, like.dtype, like.device)
     if t.numel():
         pointwise("0", [], like.dtype, like.dtype, out=t, shape=t._shape)
@@ -620,7 +620,7 @@ def run_conv(x, w, b, geom):
     def f(x, w, b):
         rt = x._runtime()
         if _depthwise(rt, geom, w._shape[1], O // geom.G):
-            from .conv_depthwise import forward
+            from .depthwise import forward
             return forward(x, w, b, geom)
         if _algo(rt, x._shape[1] // geom.G, O // geom.G, geom) == "direct":
             return _direct(x, w, b, geom, False, shape)
@@ -640,7 +640,7 @@ def run_conv_t(u, w, b, geom):
     def f(u, w, b):
         rt = u._runtime()
         if _depthwise(rt, geom, Cg, O // geom.G):
-            from .conv_depthwise import transposed
+            from .depthwise import transposed
             return transposed(u, w, b, geom)
         if _algo(rt, O // geom.G, Cg, geom) == "direct":
             return _direct(u, w, b, geom, True, shape)
@@ -686,7 +686,7 @@ def run_conv_w(x, u, geom, wshape, with_bias=False):
 
     def f(x, u):
         if _depthwise(x._runtime(), geom, wshape[1], O // geom.G):
-            from .conv_depthwise import weight_grad
+            from .depthwise import weight_grad
             v, gb = weight_grad(x, u, geom, wshape, with_bias)
             return v if gb is None else (v, gb)
         if _algo(x._runtime(), x._shape[1] // geom.G, O // geom.G, geom) == "direct":
@@ -828,7 +828,7 @@ def _check_inputs(name, x, w, b, nd):
     if w.dim() != nd + 2:
         raise RuntimeError(f"weight should have {nd + 2} dimensions for {name}, but got weight of size "
                            f"{list(w.shape)}")
-    from .elementwise import common_device
+    from ..elementwise import common_device
     common_device([t for t in (x, w, b) if t is not None])
     for t in (x, w, b):
         if t is not None and t.device != x.device:

@@ -7,7 +7,7 @@ of the tensor it is the gradient of (channels_last or channels_last_3d: what PyT
 leaf's ``.grad``), so a channels_last model gets channels_last ``.grad`` tensors. Contiguous inputs take none of
 these copies.
 """
-from .._memory_format import channels_last, channels_last_3d, contiguous_format, format_strides, suggest_format
+from ..._memory_format import channels_last, channels_last_3d, contiguous_format, format_strides, suggest_format
 
 
 def _reads_as(t, fmt):
