@@ -128,7 +128,7 @@ def _time_numpy(fn, target_s):
 def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, out=print, quiet_wait=0.0):
     import pyopencl as cl
     from cltorch.backend import runtime
-    from cltorch.ops import _gemm
+    from cltorch.ops import gemm as _gemm
     rt = runtime(device)
     if config is not None:
         rt.profile["gemm"] = config
