@@ -1,4 +1,4 @@
-## Convolution kernels (cltorch/ops/conv.py launches them).
+## Convolution kernels of the CPU designs (cltorch/ops/conv/direct.py and im2col.py launch them).
 ##
 ## Geometry, shared by every kernel here. Every convolution is 3-d (1-d and 2-d ones have depth, and 1-d ones
 ## height, 1: one code path for all three). With G groups it maps x [N, G*CIg, D, H, W] to y [N, G*COg, OD, OH, OW]:
@@ -22,7 +22,7 @@
 ##     "implicit GEMM" convolution (Chetlur et al., "cuDNN: Efficient Primitives for Deep Learning", 2014).
 ##     The loop runs over (e, i, j) outside and over channels inside, so bounds are tested once per tap and position:
 ##     an out-of-range tap reads a one-element zero buffer with stride 0 instead of branching in the inner loop.
-##   * im2col / col2im for the explicit im2col + GEMM path (cltorch/ops/_gemm.py does the product):
+##   * im2col / col2im for the explicit im2col + GEMM path (cltorch/ops/gemm/ does the product):
 ##     col[n, g, k, p] with k = ((c*KD + e)*KH + i)*KW + j (PyTorch's weight order), p = (od*OH + oh)*OW + ow, at
 ##     c_off + n*c_sn + g*c_sg + k*c_sk + p*c_sp (any layout the host wants); col2im sums a column matrix back
 ##     into the image (the adjoint of im2col), one work-item per image element (a gather, no atomics).

@@ -1,4 +1,4 @@
-## Depthwise convolution kernels (cltorch/ops/conv_depthwise.py launches them).
+## Depthwise convolution kernels (cltorch/ops/conv/depthwise.py launches them).
 ##
 ## A depthwise convolution has groups == input channels C and one input channel per group; each input channel c
 ## feeds M output channels c*M + m (the channel multiplier; PyTorch's out_channels = M * in_channels). In the

@@ -400,7 +400,8 @@ def test_interpolate_bicubic_and_area3d():
 def test_weight_gradient_as_convolution(monkeypatch, nd):
     """The large-image weight gradient path (a forward convolution with batch and channels swapped), forced on
     small shapes, with stride, dilation and asymmetric sizes."""
-    monkeypatch.setattr(C, "_wgrad_as_conv_pays", lambda x, u, geom: geom.G == 1)
+    from cltorch.ops.conv import direct
+    monkeypatch.setattr(direct, "_wgrad_as_conv_pays", lambda x, u, geom: geom.G == 1)
     prev = C.set_algorithm("direct")
     try:
         rng = np.random.default_rng(17)

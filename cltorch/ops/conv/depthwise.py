@@ -1,7 +1,7 @@
 """Depthwise convolutions: groups == input channels, one input channel per group, M output channels per input
 channel (the channel multiplier). ``cltorch/ops/conv/``'s three ops (``conv``, ``conv_t``, ``conv_w``) route
 such geometries here (:func:`eligible`); everything else about them (argument checks, the 3-d lift, autograd,
-16-bit through float32) stays in conv.py.
+16-bit through float32) stays in the package's other modules.
 
 The kernels (``cl_kernels/conv_depthwise.cl.mako``) compute ``dw_mr`` outputs of ``dw_rows`` rows per work-item
 and read their operands through strides, so no weight reordering, im2col matrix or contiguous copy is made; rows
@@ -20,6 +20,7 @@ import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor
+from .launch import _Tmp, _dtname, _finish, _idx_type, _span
 
 _TEMPLATE = "conv_depthwise.cl.mako"
 _BLOCK = 256            # terms per partial sum of the weight gradient (whole rows: about this many)
@@ -101,8 +102,7 @@ def _bias_args(b, w):
 
 def forward(x, w, b, geom):
     """y = conv(x, w) + b for a depthwise geometry: x [N, C, D, H, W], w [C*M, 1, KD, KH, KW], b [C*M] or None;
-    float32 or float64 (conv.py computes 16-bit inputs in float32). Returns y [N, C*M, OD, OH, OW] contiguous."""
-    from . import _dtname, _finish, _idx_type, _span
+    float32 or float64 (``run.py`` computes 16-bit inputs in float32). Returns y [N, C*M, OD, OH, OW] contiguous."""
     rt = x._runtime()
     N, C = x._shape[0], x._shape[1]
     CM = w._shape[0]
@@ -127,7 +127,6 @@ def forward(x, w, b, geom):
 def transposed(u, w, b, geom):
     """z = conv_t(u, w) + b (the adjoint of :func:`forward` in x): u [N, C*M, OD, OH, OW], w [C*M, 1, KD, KH,
     KW], b [C] or None. Returns z [N, C, D, H, W] contiguous (a gather per element of z: no atomics)."""
-    from . import _dtname, _finish, _idx_type, _span
     rt = u._runtime()
     N, CM = u._shape[0], u._shape[1]
     C = geom.G
@@ -153,7 +152,6 @@ def weight_grad(x, u, geom, wshape, with_bias):
     """(v, gb): v = conv_w(x, u) [C*M, 1, KD, KH, KW] (the weight gradient) and, with_bias, gb = the sum of u over
     n and positions [C*M] (else None). x [N, C, D, H, W], u [N, C*M, OD, OH, OW], read through their strides.
     Fixed-order sums (see the module docstring): the result does not depend on the device's work-group sizes."""
-    from . import _Tmp, _dtname, _finish, _idx_type, _span
     rt = x._runtime()
     N, C = x._shape[0], x._shape[1]
     CM = u._shape[1]
