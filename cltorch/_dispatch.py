@@ -202,6 +202,9 @@ def _fp16_native(dev):
     ok = _FP16_OK.get(dev)
     if ok is None:
         from . import backend
+        if dev.type == "cpu" and not backend.cpu_device_present():
+            ok = _FP16_OK[dev] = False         # no OpenCL CPU device: its arithmetic raises when it launches
+            return ok
         rt = backend.cpu_runtime() if dev.type == "cpu" else backend.runtime(dev.index)
         ok = _FP16_OK[dev] = bool(rt.info.fp16)
     return ok

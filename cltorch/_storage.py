@@ -409,6 +409,7 @@ def check_caps(dtype, device):
     """Raise TypeError naming the device when ``dtype`` needs an extension the device lacks."""
     if dtype.itemsize == 8 and dtype.is_floating_point or dtype.name in ("float16", "complex128"):
         if device.type == "cpu":
-            _check_caps(dtype, backend.cpu_runtime())
+            if backend.cpu_device_present():     # else host memory only: it holds every dtype
+                _check_caps(dtype, backend.cpu_runtime())
         else:
             _check_caps(dtype, backend.runtime(device.index))

@@ -404,13 +404,14 @@ class Tensor:
         return self._storage.pinned
 
     def pin_memory(self):
-        """A cpu copy in page-locked OpenCL host memory (CL_MEM_ALLOC_HOST_PTR), for non_blocking copies."""
+        """A cpu copy in page-locked OpenCL host memory (CL_MEM_ALLOC_HOST_PTR), for non_blocking copies: the OpenCL
+        CPU device's, or, on a machine without one (GPUs only), the default device's."""
         if self.device.type != "cpu":
             raise RuntimeError(f"cannot pin '{self.device}' memory: only cpu tensors can be pinned")
         if self._storage.pinned:
             return self
         from . import backend
-        rt = backend.cpu_runtime()
+        rt = backend.cpu_runtime() if backend.cpu_device_present() else backend.runtime(backend.default_index())
         n = self.numel()
         buf, raw = rt.pinned_buffer(n * self.dtype.itemsize)
         arr = raw[:n * self.dtype.itemsize].view(self.dtype.np)

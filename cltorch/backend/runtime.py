@@ -28,9 +28,12 @@ class NoDeviceError(RuntimeError):
     """No OpenCL device is installed."""
 
 
-INSTALL_HINT = ("No OpenCL device was found. Install one: `pip install pocl-binary-distribution` gives a CPU "
-                "device; for GPUs install the vendor's OpenCL driver (NVIDIA driver, AMD ROCm, Intel compute "
-                "runtime; Apple ships OpenCL with macOS).")
+# what gives a machine an OpenCL CPU device from pip (both are dependencies of cltorch on Linux x86-64)
+CPU_DEVICE_PIP = ("`pip install intel-opencl-rt intel-cmplr-lib-rt` (Intel's CPU runtime: any x86-64 CPU, AMD's "
+                  "included) or `pip install pocl-binary-distribution` (PoCL, Linux x86-64)")
+INSTALL_HINT = ("No OpenCL device was found. Install one: " + CPU_DEVICE_PIP + " gives a CPU device; for GPUs "
+                "install the vendor's OpenCL driver (NVIDIA driver, AMD ROCm, Intel compute runtime; Apple ships "
+                "OpenCL with macOS).")
 
 
 def install_hint():
@@ -42,8 +45,8 @@ def install_hint():
     lines = [f"  {name} ({platform}): {reason}" for name, platform, reason in bad]
     return (INSTALL_HINT + " These devices are listed by a driver but its compiler cannot build a kernel, so "
             "they were left out:\n" + "\n".join(lines) + "\n(pip's PoCL 3.0 cannot compile for CPUs newer than "
-            "LLVM 14 knows, e.g. AMD Zen 5; on Debian/Ubuntu `apt-get install pocl-opencl-icd` gives a PoCL "
-            "that can, and `pip install intel-opencl-rt` gives Intel's CPU runtime.)")
+            "LLVM 14 knows, e.g. AMD Zen 4 and Zen 5; Intel's CPU runtime runs there: `pip install intel-opencl-rt "
+            "intel-cmplr-lib-rt`.)")
 
 
 # The templates that read and write bfloat16 (as ushort bit patterns, computing in float); any other template
@@ -418,8 +421,19 @@ def cpu_index():
             return info.index
     if not list_devices():
         raise NoDeviceError(install_hint())
-    raise NoDeviceError("arithmetic on 'cpu' tensors needs an OpenCL CPU device, and none is installed; "
-                        "`pip install pocl-binary-distribution` provides one, or move tensors to 'cl'.")
+    raise NoDeviceError(
+        "arithmetic on 'cpu' tensors runs on an OpenCL CPU device, and this machine's OpenCL devices are GPUs only ("
+        + ", ".join(f"cl:{d.index} {d.name}" for d in list_devices()) + "). Install one: " + CPU_DEVICE_PIP
+        + "; or move the tensors to the GPU first (.to('cl')). Creating, loading, initialising and copying cpu "
+        "tensors need no CPU device.")
+
+
+def cpu_device_present():
+    """True when an OpenCL CPU device is listed: arithmetic on ``cpu`` tensors runs there. False on a machine whose
+    OpenCL devices are all GPUs: cpu tensors then keep to their host paths (creation, random fills from the numpy
+    Philox reference, loading, data movement, copies to and from devices), and their arithmetic raises
+    NoDeviceError naming what to install (:func:`cpu_index`)."""
+    return _cpu_rt[0] is not None or any(info.cls == "cpu" for info in list_devices())
 
 
 _cpu_rt = [None]      # the cpu device's Runtime once made (cleared in a forked child, with _runtimes)

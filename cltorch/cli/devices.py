@@ -97,6 +97,12 @@ def run(args):
     _print_profiles(rs)
     _print_unusable()
     _print_drivers()
-    print("\n'cpu' tensors compute on the first OpenCL CPU device (cl:%d); 'cl' is cl:%d (CLTORCH_DEVICE overrides; "
-          "CLTORCH_PLATFORM puts a platform's devices first)." % (backend.cpu_index(), backend.default_index()))
+    if backend.cpu_device_present():
+        cpu = "'cpu' tensors compute on the first OpenCL CPU device (cl:%d)" % backend.cpu_index()
+    else:
+        from ..backend.runtime import CPU_DEVICE_PIP
+        cpu = ("'cpu' tensors: no OpenCL CPU device, so they are created, loaded, initialised and copied on the host "
+               "and their arithmetic raises; " + CPU_DEVICE_PIP + " gives one")
+    print("\n%s; 'cl' is cl:%d (CLTORCH_DEVICE overrides; CLTORCH_PLATFORM puts a platform's devices first)."
+          % (cpu, backend.default_index()))
     return 0

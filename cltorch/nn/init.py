@@ -244,7 +244,10 @@ def orthogonal_(tensor, gain=1, generator=None):
         if rows < cols:
             flat = flat.t()
         q, r = torch.linalg.qr(flat)
-        q = q * torch.diagonal(r).sign()
+        d = torch.diagonal(r)
+        # sign(d) from comparisons and casts: exact ops, which run in numpy on cpu tensors, so that initialising
+        # needs no OpenCL CPU device (a machine with GPUs only)
+        q = q * ((d > 0).to(q.dtype) - (d < 0).to(q.dtype))
         if rows < cols:
             q = q.t()
         tensor.view(rows, cols).copy_(q.to(tensor.device))

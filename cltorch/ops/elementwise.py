@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from .. import _dtype as D
+from .. import backend
 from .._storage import Storage, host_address
 from .._tensor import Tensor, contiguous_strides
 
@@ -109,6 +110,8 @@ _VEC_UNSAFE = ("?", "<", ">", "=", "!", "&&", "||", "_f(", "_d(", "_l(", "_i(", 
 # Small cpu ops whose result IEEE arithmetic fixes exactly (+, -, *, /, comparisons, casts) run in numpy:
 # bit-identical to the kernel (which is built with FP_CONTRACT OFF), without a kernel launch and sync, and
 # without OpenCL (so DataLoader workers' transforms stay cheap). Everything else runs on the OpenCL CPU device.
+# On a machine without an OpenCL CPU device (GPUs only) they run in numpy whatever their size (an initialiser's
+# ``mul_(gain)`` on a large weight), and the rest raises NoDeviceError naming what to install.
 _HOST_MAX = 1 << 16
 _HOST_TOKENS = re.compile(r"^(x\d|[-+*/() ]|==|!=|<=|>=|<|>|\d+\.\d*f?|\d+)*$")
 _host_codes = {}
@@ -260,7 +263,8 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     if n == 0:
         return out
     cts = op_compute or [compute] * len(ops)
-    if n <= _HOST_MAX and out._storage.host is not None and all(t._storage.host is not None for t in tens):
+    if (n <= _HOST_MAX or not backend.cpu_device_present()) and out._storage.host is not None and \
+            all(t._storage.host is not None for t in tens):    # (any size where no OpenCL CPU device is: GPUs only)
         code = None if _kernel else _host_code(expr, cts, out_dtype)
         if code is not None:
             if all(a is b for a, b in zip(ops, operands)) and pkey not in _plans:

@@ -12,6 +12,7 @@ are identical on every device.
 import numpy as np
 
 from .. import _dtype as D
+from .. import backend
 from .._device import canonical
 from .._tensor import Tensor
 from ._util import method, size_args
@@ -118,27 +119,73 @@ def _gen(generator):
     return generator if generator is not None else default_generator
 
 
-def _fill(t, kind, generator, **kw):
-    """Fill tensor t in place with draws of ``kind``; non-contiguous targets go through a contiguous temp."""
+def _fill(t, kind, generator, p_tensor=None, **kw):
+    """Fill tensor t in place with draws of ``kind``; non-contiguous targets go through a contiguous temp.
+    ``p_tensor``: bernoulli's probabilities, a contiguous float32/float64 tensor of t's shape on t's device.
+
+    A cpu tensor is filled by the OpenCL CPU device's Philox kernel, or, on a machine without an OpenCL CPU device
+    (GPUs only), on the host by the numpy reference (``_host_fill``), which gives the same bits."""
     if t.numel() == 0:
         return t
     target = t if t.is_contiguous() else Tensor._empty(t._shape, t.dtype, t.device)
     g = _gen(generator)
-    rt = target._storage.runtime()
     np_dt = target.dtype.np
-    fn = {"uniform": PL.fill_uniform, "normal": PL.fill_normal, "exponential": PL.fill_exponential,
-          "randint": PL.fill_randint, "bernoulli": PL.fill_bernoulli}[kind]
     ref_kind = "bits" if kind == "bernoulli" else kind
     off = g._offset
-    used = fn(rt, target._storage.cl_buffer(), target._offset, target.numel(), np_dt, g._seed, off, **kw)
+    st = target._storage
+    if st.host is not None and not backend.cpu_device_present():
+        _host_fill(st, target._offset, target.numel(), kind, g._seed, off, p_tensor, **kw)
+        used = None
+    else:
+        rt = st.runtime()
+        fn = {"uniform": PL.fill_uniform, "normal": PL.fill_normal, "exponential": PL.fill_exponential,
+              "randint": PL.fill_randint, "bernoulli": PL.fill_bernoulli}[kind]
+        if p_tensor is not None:
+            kw = dict(kw, p_buf=p_tensor._storage.cl_buffer(), p_offset=p_tensor._offset, p_dtype=p_tensor.dtype.np)
+        used = fn(rt, st.cl_buffer(), target._offset, target.numel(), np_dt, g._seed, off, **kw)
+        if st.host is not None:
+            rt.finish_if_exposed()
     g._take(used if used is not None else REF.counters_used(ref_kind, target.numel(), np_dt))
-    if target._storage.host is not None:
-        rt.finish_if_exposed()
     if target is not t:
         from .views import _copy_into
         _copy_into(t, target)
     t._storage.version += 1
     return t
+
+
+_HOST_BLOCKS = 1 << 18      # Philox blocks per chunk of a host fill (bounds its temporaries to some 10 MB)
+
+
+def _host_fill(st, offset, n, kind, seed, philox_offset, p_tensor=None, **kw):
+    """Write ``n`` draws of ``kind`` into host storage ``st`` from element ``offset``, computed by the numpy Philox
+    reference (``_philox_ref``, bit-identical to the kernels), in chunks of whole Philox blocks: a chunk starting
+    at element ``s`` starts at counter ``philox_offset + s // elements_per_block``. Raises as the kernels' fills
+    do (TypeError for a dtype the draw cannot produce, ValueError for a rate <= 0)."""
+    dt = st.dtype.np
+    ref_kind = "bits" if kind == "bernoulli" else kind
+    per = REF.elements_per_block(ref_kind, dt)
+    if kind == "exponential" and not float(kw["lambd"]) > 0.0:
+        raise ValueError(f"exponential_ expects lambda > 0.0, but found lambda={kw['lambd']}")
+    p = None
+    if p_tensor is not None:
+        p = p_tensor._host_view().reshape(-1)
+    st.host_sync()
+    out = st.host
+    step = per * _HOST_BLOCKS
+    for s in range(0, n, step):
+        m = min(step, n - s)
+        o = philox_offset + s // per
+        if kind == "uniform":
+            v = REF.uniform(seed, o, m, dt, kw.get("low", 0.0), kw.get("high", 1.0))
+        elif kind == "normal":
+            v = REF.normal(seed, o, m, dt, kw.get("mean", 0.0), kw.get("std", 1.0))
+        elif kind == "exponential":
+            v = REF.exponential(seed, o, m, dt, kw["lambd"])
+        elif kind == "randint":
+            v = REF.randint(seed, o, m, kw["low"], kw["high"], dt)
+        else:
+            v = REF.bernoulli(seed, o, m, kw.get("p", 0.5) if p is None else p[s:s + m], dt)
+        out[offset + s:offset + s + m] = v
 
 
 def _float_target(t, what):
@@ -275,8 +322,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
         pt = p.to(device=self.device).expand(*self._shape).contiguous()
         if pt.dtype not in (D.float32, D.float64):
             pt = pt.float()
-        return _fill(self, "bernoulli", generator, p_buf=pt._storage.cl_buffer(), p_offset=pt._offset,
-                     p_dtype=pt.dtype.np)
+        return _fill(self, "bernoulli", generator, p_tensor=pt)
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     return _fill(self, "bernoulli", generator, p=p)
