@@ -14,6 +14,7 @@ import os
 import struct
 import tempfile
 import threading
+import warnings
 from multiprocessing import parent_process
 from pathlib import Path
 
@@ -24,6 +25,11 @@ from .paths import cache_dir, kernels_dir
 __all__ = ["KernelBuildError", "render", "build_program", "save_binaries", "stats", "reset_stats"]
 
 _STATS = {"builds": 0, "disk_hits": 0, "memory_hits": 0, "renders": 0}
+# Intel's CPU runtime logs "Device build started ... Reload Program Binary Object." for every build, from a binary
+# too, and pyopencl turns any non-empty log into a warning that only says to set PYOPENCL_COMPILER_OUTPUT=1 to see
+# it: every run on that runtime would print it. That line is dropped; a failed build still raises KernelBuildError
+# with its log, and PYOPENCL_COMPILER_OUTPUT=1 still shows each log.
+warnings.filterwarnings("ignore", message="Non-empty compiler output encountered", module="pyopencl")
 _lookup = None
 _lock = threading.RLock()
 _MAGIC = b"CLTK1\0"
