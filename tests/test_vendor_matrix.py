@@ -30,7 +30,8 @@ def _platforms():
 def test_platform_preference_moves_cl0_cl_and_cpu(want):
     have = [p for p in _platforms() if want.lower() in p.lower()]
     if not have:
-        pytest.skip(f"no {want} platform here (pip install 'cltorch[vendors]')")
+        pytest.skip(f"no usable {want} platform here (`cltorch devices` lists what it left out and why; Oclgrind: "
+                    "pip install 'cltorch[vendors]')")
     r = _py(CHILD, CLTORCH_PLATFORM=want)
     assert r.returncode == 0, r.stderr
     first, cpu, default = r.stdout.split("\n")[:3]
