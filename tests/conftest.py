@@ -15,6 +15,61 @@ except ImportError:  # pragma: no cover
 import cltorch
 
 
+# ------------------------------------------------------------------------------------------------ the torch oracle
+def _pinned_torch():
+    """The torch version pyproject.toml's test extra pins (``"torch==X"``): the oracle whose exact API and
+    behaviour some tests record (reprs, new classes, tests/opinfo_expected.json)."""
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    m = re.search(r'"torch==([0-9][^"; ]*)', text)
+    return m.group(1) if m else None
+
+
+def _installed_torch():
+    """The installed torch's version string (``2.11.0+cu130``), read without importing torch; None if absent."""
+    from importlib import metadata
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+PINNED_TORCH = _pinned_torch()
+TORCH_FOUND = _installed_torch()
+# a local build tag (+cpu, +cu130) changes no Python-level behaviour the tests record
+IS_PINNED_TORCH = TORCH_FOUND is not None and TORCH_FOUND.split("+")[0] == PINNED_TORCH
+
+
+def pinned_torch_reason(why):
+    """The skip reason of a test that needs the pinned torch: what it needs, and what was found."""
+    return f"needs torch {PINNED_TORCH} ({why}); found torch {TORCH_FOUND or '(none)'}"
+
+
+def requires_pinned_torch(why):
+    """Marker for a test that holds cltorch to the pinned torch's exact API or behaviour (``why`` says which:
+    it appeared or changed in that version). With another torch installed (a GPU machine's CUDA build, say) the
+    test skips with that reason instead of failing on the version difference."""
+    return pytest.mark.skipif(not IS_PINNED_TORCH, reason=pinned_torch_reason(why))
+
+
+def skip_unless_pinned_torch(why):
+    """The same, inside a test (for one parametrized case, or one part that needs the pinned torch)."""
+    if not IS_PINNED_TORCH:
+        pytest.skip(pinned_torch_reason(why))
+
+
+def child_env(**extra):
+    """The environment for a child Python (a script, ``python -m cltorch ...``): this one's, with the project
+    root first on PYTHONPATH and what was there kept after it (a machine that installs the dependencies with
+    ``pip --target`` and PYTHONPATH, as the GPU run does, needs them in the child too), plus ``extra``."""
+    import pathlib
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    env = dict(os.environ, **{k: str(v) for k, v in extra.items()})
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                  if p and p != root])
+    return env
+
 
 def _test_devices():
     """The devices that device-parametrized tests run on: 'cpu' and the default OpenCL device, cl:0 (README's

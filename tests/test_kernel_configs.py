@@ -26,6 +26,7 @@ from cltorch import backend
 from cltorch.backend.devices import device_info_from_props
 from cltorch.backend.paths import profiles_dir
 from cltorch.backend.profile import load_profile
+from conftest import child_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "kernel_configs_worker.py")
@@ -160,7 +161,7 @@ def test_oclgrind_reports_are_recognised():
         buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16 * 4)
         p.oob(q, (16,), (16,), buf); p.race(q, (4,), (4,), buf, cl.LocalMemory(4)); q.finish()
     """
-    env = dict(os.environ, OCLGRIND_DATA_RACES="1", PYTHONPATH=os.path.dirname(HERE), CLTORCH_PLATFORM="Oclgrind")
+    env = child_env(OCLGRIND_DATA_RACES="1", CLTORCH_PLATFORM="Oclgrind")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     found = [m[0] for m in _REPORT.findall(r.stderr)]
     assert any(f.startswith("Invalid write") for f in found), r.stderr[-2000:]

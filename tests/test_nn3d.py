@@ -7,6 +7,7 @@ import torch as T
 
 import cltorch as torch
 from cltorch.ops import conv as C
+from conftest import requires_pinned_torch
 
 F = torch.nn.functional
 TF = T.nn.functional
@@ -262,7 +263,8 @@ def test_ctc_loss(reduction, zero_inf):
            (lp,), "cl:0", rtol=1e-9, atol=1e-9)
 
 
-def test_linear_cross_entropy_and_lrn():
+@requires_pinned_torch("F.linear_cross_entropy is new in it")
+def test_linear_cross_entropy():
     rng = np.random.default_rng(11)
     x = rng.standard_normal((4, 3)).astype(np.float32)
     w = rng.standard_normal((2, 3, 3)).astype(np.float32)
@@ -275,6 +277,10 @@ def test_linear_cross_entropy_and_lrn():
     _check(lambda x, w, b: TF.linear_cross_entropy(x, w, T.tensor(t2), linear_bias=b, label_smoothing=0.1),
            lambda x, w, b: F.linear_cross_entropy(x, w, torch.tensor(t2), linear_bias=b, label_smoothing=0.1),
            (x, w2, b2), "cpu")
+
+
+def test_local_response_norm():
+    rng = np.random.default_rng(12)
     xs = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
     _check(lambda x: TF.local_response_norm(x, 3, 1e-2, 0.7, 1.5), lambda x: F.local_response_norm(x, 3, 1e-2, 0.7,
                                                                                                      1.5),
@@ -495,6 +501,7 @@ def test_instance_norm3d_and_pad3d_modules_match_torch(device):
         torch.nn.InstanceNorm3d(3)(torch.zeros(3, 4, 5, device=device))
 
 
+@requires_pinned_torch("the norm modules' bias= keyword is new in it")
 def test_norm_modules_bias_keyword_matches_torch():
     """torch 2.13's ``bias=`` of BatchNorm/InstanceNorm/GroupNorm (affine weight without a bias): parameters,
     state_dict keys, reprs, values and gradients."""

@@ -9,6 +9,7 @@ import torch
 
 import cltorch
 import cltorch.nn as cnn
+from conftest import IS_PINNED_TORCH
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # torch deprecates the hook weight_norm
 
@@ -21,6 +22,7 @@ PATHS = {
     "pooling": "LPPool1d LPPool2d LPPool3d", "dropout": "FeatureAlphaDropout", "normalization": "CrossMapLRN2d",
     "loss": "NLLLoss2d LinearCrossEntropyLoss",
 }
+NEWER = {"LinearCrossEntropyLoss"}      # new in torch 2.13
 
 
 @pytest.mark.parametrize("sub", sorted(PATHS))
@@ -28,7 +30,8 @@ def test_module_subpaths_match_torch(sub):
     tm = importlib.import_module("torch.nn.modules" + ("." + sub if sub else ""))
     cm = importlib.import_module("cltorch.nn.modules" + ("." + sub if sub else ""))
     for name in PATHS[sub].split():
-        assert hasattr(tm, name), (sub, name)
+        # every listed name is the pinned torch's (there it must exist); another torch may predate some of them
+        assert hasattr(tm, name) or (not IS_PINNED_TORCH and name in NEWER), (sub, name)
         cls = getattr(cm, name)
         assert cls is getattr(cnn, name) and cls.__name__ == name
     if sub:

@@ -10,6 +10,7 @@ import pytest
 from cltorch import backend
 from cltorch.backend.devices import device_info_from_props
 from cltorch.backend.profile import load_profile, match_reasons
+from conftest import child_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = ("from cltorch import backend; ds = backend.list_devices(); "
@@ -17,8 +18,8 @@ CHILD = ("from cltorch import backend; ds = backend.list_devices(); "
 
 
 def _py(code, **env):
-    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=300)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(**env),
+                          timeout=300)
 
 
 def _platforms():
@@ -80,7 +81,7 @@ def test_profile_only_needs_files(monkeypatch, tmp_path):
 
 def test_cltorch_devices_names_profile_files_and_why():
     r = subprocess.run([sys.executable, "-m", "cltorch", "devices", "--json"], capture_output=True, text=True,
-                       timeout=300, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+                       timeout=300, cwd=ROOT, env=child_env())
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
     for row in rows:
@@ -93,5 +94,5 @@ def test_cltorch_devices_names_profile_files_and_why():
         if "oclgrind" in row["platform"].lower():
             assert files[-1] == "oclgrind.toml" and "pocl-cpu.toml" not in files
     r = subprocess.run([sys.executable, "-m", "cltorch", "devices"], capture_output=True, text=True, timeout=300,
-                       cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+                       cwd=ROOT, env=child_env())
     assert "Device profiles" in r.stdout and "default.toml: the defaults" in r.stdout
