@@ -28,7 +28,8 @@ _warn_only = [False]
 _PLAN_CACHES = {
     "cltorch.ops.elementwise": ("_plans", "_kernels"), "cltorch.ops.reduction": ("_plans", "_vw", "_kernels"),
     "cltorch.ops.gemm": ("_plans",), "cltorch.ops.attention": ("_TILES", "_LS", "_SC"),
-    "cltorch.ops.softmax": ("_KERNELS",), "cltorch.ops.conv.launch": ("_kcache",), "cltorch.ops.pool": ("_kcache",),
+    "cltorch.ops.softmax": ("_KERNELS",), "cltorch.ops.conv.launch": ("_kcache",),
+    "cltorch.ops.conv.igemm": ("_kcache",), "cltorch.ops.pool": ("_kcache",),
     "cltorch.ops.indexing": ("_kernels",), "cltorch.ops.sortscan": ("_kernels",),
     "cltorch.optim._fused": ("_kernels",), "cltorch.ops._philox_launch": ("_KERNELS",),
 }

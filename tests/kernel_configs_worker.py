@@ -172,6 +172,19 @@ def conv():
     fwd_bwd("conv1d depthwise dilated", lambda x, w: ct.nn.functional.conv1d(x, w, None, 1, 2, 2, c),
             lambda x, w: torch.nn.functional.conv1d(x, w, None, 1, 2, 2, c),
             [(arr(n, c, h + 5), True), (arr(c, 1, 3), True)], 1e-4, 1e-5)
+    # the GPU design (ops/conv/igemm.py): channels past a slice of 16, the phase-decomposed input gradient of a
+    # strided conv_transpose2d with groups, conv3d
+    ci = 5 if TINY else 19
+    fwd_bwd("conv2d, channels past a slice", lambda x, w, b: ct.nn.functional.conv2d(x, w, b, padding=1),
+            lambda x, w, b: torch.nn.functional.conv2d(x, w, b, padding=1),
+            [(arr(n, ci, h - 1, h), True), (arr(o + 2, ci, 3, 3), True), (arr(o + 2), True)], 1e-4, 1e-5)
+    fwd_bwd("conv_transpose2d stride 2, groups 2",
+            lambda u, w: ct.nn.functional.conv_transpose2d(u, w, None, 2, 1, 1, 2),
+            lambda u, w: torch.nn.functional.conv_transpose2d(u, w, None, 2, 1, 1, 2),
+            [(arr(n, 4, h // 2, h // 2 + 1), True), (arr(4, 3, 3, 3), True)], 1e-4, 1e-5)
+    fwd_bwd("conv3d", lambda x, w: ct.nn.functional.conv3d(x, w, padding=1, stride=(1, 2, 1)),
+            lambda x, w: torch.nn.functional.conv3d(x, w, padding=1, stride=(1, 2, 1)),
+            [(arr(n, 2, 3, 4, 5), True), (arr(o, 2, 3, 3, 3), True)], 1e-4, 1e-5)
 
 
 def pool():

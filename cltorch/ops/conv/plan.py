@@ -3,11 +3,15 @@ from . import pointwise
 
 _force = [None]
 
+ALGORITHMS = ("direct", "gemm", "igemm")
+
+
 def set_algorithm(name):
-    """Force the convolution algorithm: "direct", "gemm", or None (choose per call; depthwise geometries then run
-    the depthwise kernels of ``ops/conv/depthwise.py``). Returns the previous."""
-    if name not in (None, "direct", "gemm"):
-        raise ValueError(f"unknown convolution algorithm {name!r}; expected 'direct', 'gemm' or None")
+    """Force the convolution algorithm: "direct" (the CPU design), "gemm" (im2col + GEMM), "igemm" (the GPU design),
+    or None (choose per call from the device profile; depthwise geometries then run the depthwise kernels of
+    ``ops/conv/depthwise.py``). Returns the previous. Raises ValueError for another name."""
+    if name not in (None,) + ALGORITHMS:
+        raise ValueError(f"unknown convolution algorithm {name!r}; expected 'direct', 'gemm', 'igemm' or None")
     prev = _force[0]
     _force[0] = name
     return prev
@@ -21,11 +25,20 @@ def _depthwise(rt, geom, cin_per_group, cout_per_group):
     return eligible(rt, geom, cin_per_group, cout_per_group)
 
 def _algo(rt, cin, cout, geom):
-    """"direct" or "gemm" for a convolution whose GEMM has K = cin*KH*KW and cout output channels."""
+    """"direct", "gemm" or "igemm" for a convolution whose GEMM has K = cin*KH*KW and cout output channels: the
+    forced one; 1x1 convolutions "gemm" (plain GEMMs, ``pointwise.py``); the profile's ``[conv] design = "igemm"``
+    (GPU profiles) "igemm" while its launch fits the work-group limits (groups in dimension 2); other profiles with
+    local-memory GEMM tiles "gemm"; else "direct" up to ``[conv] direct_max_k`` and ``direct_max_co``."""
     if _force[0] is not None:
         return _force[0]
     prof = rt.profile
-    if prof.get_value("gemm", "local", 0) or pointwise.applies(geom):      # GPUs: local-memory GEMM tiles
+    if pointwise.applies(geom):
+        return "gemm"
+    if prof.get_value("conv", "design", "") == "igemm":
+        from ...backend import geometry
+        if geom.G <= geometry.limits(rt).max_groups[2]:
+            return "igemm"
+    if prof.get_value("gemm", "local", 0):      # GPUs: local-memory GEMM tiles
         return "gemm"
     kmax = int(prof.get_value("conv", "direct_max_k", 1024))
     comax = int(prof.get_value("conv", "direct_max_co", 128))

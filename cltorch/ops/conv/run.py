@@ -1,8 +1,8 @@
 """Each direction's entry (``run_conv``, ``run_conv_t``, ``run_conv_w``): empty shapes, 16-bit inputs computed in
-float32, and the algorithm ``plan.py`` chooses (depthwise, direct, im2col + GEMM)."""
+float32, and the algorithm ``plan.py`` chooses (depthwise, direct, im2col + GEMM, implicit GEMM)."""
 from ... import _dtype as D
 from ..._tensor import Tensor
-from . import direct, im2col
+from . import direct, igemm, im2col
 from .plan import _algo, _depthwise
 
 
@@ -37,7 +37,10 @@ def run_conv(x, w, b, geom):
         if _depthwise(rt, geom, w._shape[1], O // geom.G):
             from .depthwise import forward
             return forward(x, w, b, geom)
-        if _algo(rt, x._shape[1] // geom.G, O // geom.G, geom) == "direct":
+        algo = _algo(rt, x._shape[1] // geom.G, O // geom.G, geom)
+        if algo == "igemm":
+            return igemm.conv(x, w, b, geom, False)
+        if algo == "direct":
             return direct._direct(x, w, b, geom, False, shape)
         return im2col._gemm_conv(x, w, b, geom)
     return _compute(f, x, w, b)
@@ -57,7 +60,10 @@ def run_conv_t(u, w, b, geom):
         if _depthwise(rt, geom, Cg, O // geom.G):
             from .depthwise import transposed
             return transposed(u, w, b, geom)
-        if _algo(rt, O // geom.G, Cg, geom) == "direct":
+        algo = _algo(rt, O // geom.G, Cg, geom)
+        if algo == "igemm":
+            return igemm.conv(u, w, b, geom, True)
+        if algo == "direct":
             return direct._direct(u, w, b, geom, True, shape)
         return im2col._gemm_conv_t(u, w, b, geom)
     return _compute(f, u, w, b)
@@ -75,7 +81,11 @@ def run_conv_w(x, u, geom, wshape, with_bias=False):
             from .depthwise import weight_grad
             v, gb = weight_grad(x, u, geom, wshape, with_bias)
             return v if gb is None else (v, gb)
-        if _algo(x._runtime(), x._shape[1] // geom.G, O // geom.G, geom) == "direct":
+        algo = _algo(x._runtime(), x._shape[1] // geom.G, O // geom.G, geom)
+        if algo == "igemm":
+            v = igemm.weight_grad(x, u, geom, wshape)
+            return v if not with_bias else (v, u.sum((0, 2, 3, 4)))
+        if algo == "direct":
             if direct._wgrad_as_conv_pays(x, u, geom):
                 v = direct._wgrad_as_conv(x, u, geom, wshape)
                 return v if not with_bias else (v, u.sum((0, 2, 3, 4)))
