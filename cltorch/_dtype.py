@@ -210,7 +210,7 @@ def _category(x):
     if isinstance(x, _builtin_float):
         return 2
     if isinstance(x, (np.bool_,)):
-        return 0
+        return 2        # PyTorch reads a numpy bool scalar argument as a float: int32 + np.True_ is float32
     if isinstance(x, np.integer):
         return 1
     if isinstance(x, np.floating):

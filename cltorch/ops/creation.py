@@ -31,34 +31,31 @@ def _finish(t, requires_grad):
 
 
 def _infer_dtype(data):
-    """PyTorch's dtype inference for nested Python data: bool < int (int64) < float (default dtype)."""
-    kind = 0
-    seen = False
-
-    def walk(x):
-        nonlocal kind, seen
-        if not isinstance(x, (list, tuple)):
-            seen = True
-        if isinstance(x, Tensor):
-            kind = max(kind, 3 if x.dtype.is_complex else 2 if x.dtype.is_floating_point else
-                       (1 if x.dtype is not D.bool else 0))
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-        elif isinstance(x, (bool, np.bool_)):
-            pass
-        elif isinstance(x, (int, np.integer)):
-            kind = max(kind, 1)
-        elif isinstance(x, (float, np.floating)):
-            kind = max(kind, 2)
-        elif isinstance(x, (complex, np.complexfloating)):
-            kind = 3
-        else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
-    walk(data)
-    if not seen:  # an empty sequence: the default float dtype, as PyTorch
+    """PyTorch's dtype inference for ``tensor(data)`` (``infer_scalar_type`` in torch/csrc/utils/tensor_new.cpp):
+    a numpy array or numpy scalar gives its own dtype (np.float64 -> float64, np.int32 -> int32, np.bool_ ->
+    bool, 0-d arrays too), a tensor its dtype, a Python bool bool, an int int64, a float the default dtype, a
+    complex the default complex dtype; a sequence promotes its items' dtypes (``promote_types``: [np.int32, 2] is
+    int64, [np.float32, 2.0] float32) and an empty one is the default dtype. Raises TypeError for anything else
+    (a string, an object) and for numpy dtypes cltorch does not store (uint16/32/64)."""
+    if isinstance(data, (np.ndarray, np.generic)):
+        return D.from_numpy_dtype(data.dtype)
+    if isinstance(data, bool):
+        return D.bool
+    if isinstance(data, int):
+        return D.int64
+    if isinstance(data, float):
         return D.get_default_dtype()
-    return (D.bool, D.int64, D.get_default_dtype(), D.default_complex())[kind]
+    if isinstance(data, complex):
+        return D.default_complex()
+    if isinstance(data, Tensor):
+        return data.dtype
+    if isinstance(data, (list, tuple)):
+        out = None
+        for x in data:
+            d = _infer_dtype(x)
+            out = d if out is None else D.promote_types(out, d)
+        return D.get_default_dtype() if out is None else out
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
 
 
 def _to_array(data, dtype):
@@ -73,7 +70,9 @@ def _to_array(data, dtype):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays or tensors)."""
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays and scalars, or tensors);
+    without ``dtype``, the dtype PyTorch infers (numpy scalars keep theirs: ``tensor(np.float64(2.5))`` is
+    float64)."""
     device = canonical(device)
     if isinstance(data, np.ndarray):
         dt = D.to_dtype(dtype) if dtype is not None else D.from_numpy_dtype(data.dtype)

@@ -15,6 +15,8 @@ import dis
 import math
 import re
 
+import numpy as np
+
 from .. import _dtype as D
 from .._dispatch import call, register, is_grad_enabled, _state as _grad_state
 from ..backend.runtime import DETERMINISTIC
@@ -147,11 +149,13 @@ COMPLEX_OPS = {}
 
 
 def _cx(x):
-    return x.__class__ is complex or isinstance(x, Tensor) and x.dtype._kind == 3
+    return x.__class__ is complex or isinstance(x, Tensor) and x.dtype._kind == 3 or isinstance(x, np.complexfloating)
 
 
 def complex_call(name, args, out=None):
-    """Run op ``name`` on operands of which one is complex (a complex tensor or Python complex scalar)."""
+    """Run op ``name`` on operands of which one is complex (a complex tensor, a Python or numpy complex scalar:
+    numpy's is read as Python's, as PyTorch's argument parser reads it)."""
+    args = tuple(complex(a) if isinstance(a, np.complexfloating) else a for a in args)
     f = COMPLEX_OPS.get(name)
     if f is None:
         if name in ("sign", "sign_"):
@@ -421,10 +425,9 @@ method("__mul__", mul)
 method("__iadd__", lambda self, other: _add_inplace(self, other))
 method("__isub__", lambda self, other: _sub_inplace(self, other))
 method("__imul__", lambda self, other: self.mul_(other))
-method("__eq__", lambda self, other: eq(self, other) if _is_t(other) or isinstance(other, (int, float, bool, complex))
-       else False)
-method("__ne__", lambda self, other: ne(self, other) if _is_t(other) or isinstance(other, (int, float, bool, complex))
-       else True)
+_NUMBER = (int, float, bool, complex, np.number, np.bool_)      # Python and numpy scalars
+method("__eq__", lambda self, other: eq(self, other) if _is_t(other) or isinstance(other, _NUMBER) else False)
+method("__ne__", lambda self, other: ne(self, other) if _is_t(other) or isinstance(other, _NUMBER) else True)
 method("__lt__", lambda self, other: lt(self, other))
 method("__le__", lambda self, other: le(self, other))
 method("__gt__", lambda self, other: gt(self, other))
