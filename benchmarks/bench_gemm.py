@@ -12,7 +12,7 @@ ratio ours/numpy (the median of the rounds' ratios, each round's two sides havin
                                     [--quiet-wait S]
 
 ``--config`` replaces the profile's ``[gemm]`` table for this run (used to search tile sizes), e.g.
-``--config '{"local": 0, "sizes": [{"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8}]}'``.
+``--config '{"design": "cpu", "sizes": [{"mr": 6, "nv": 2, "vw": 8, "lx": 8, "ly": 8}]}'``.
 
 The machine may be shared: "others' load" is the CPU time other processes took during that size's
 rounds, in cores (of 2 here). Under load OpenBLAS (whose threads wait for each other) slows far more
@@ -178,13 +178,7 @@ def run(sizes, rounds=7, device=0, dtype="float32", config=None, target_s=0.25, 
         o, r = statistics.median(go), statistics.median(gn)
         # the ratio is the median of each round's ratio: both sides of a round saw the same load
         ratio = statistics.median(x / y for x, y in zip(go, gn))
-        plan = _gemm._plans.get(next(k for k in _gemm._plans if k[2:6] == (n, n, n, 1) and k[0] is rt))
-        keys = ("mr", "nr", "tk") if plan.params["use_local"] else ("mr", "nv", "vw", "kc", "tm")
-        cfg = {k: plan.params[k] for k in keys}
-        if not plan.params["use_local"]:
-            cfg["A"] = "packed" if plan.pack_a else "in place"
-            cfg["B"] = "packed" if plan.pack_b else "in place"
-        cfg.update({"lx": plan.main[2][0], "ly": plan.main[2][1]})
+        cfg = _gemm.describe(rt, n, n, n, 1, dt)
         bar = BARS.get(n)
         ok = "" if bar is None else (f">= {bar} ok" if ratio >= bar else f">= {bar} MISSED")
         out(f"| {n} | {o:.1f} | {r:.1f} | {ratio:.2f} | {ok} | {ld} | {json.dumps(cfg, separators=(',', ':'))} |")

@@ -36,13 +36,9 @@ import _anchors as A  # noqa: E402
 
 
 def _gemm_info(args, params):
-    """(M, N, K, strides text) of a recorded gemm_main launch (register-blocked or local-memory kernel)."""
-    if params.get("use_local"):
-        m, n, k = args[15:18]
-        st = f"A rs/cs {args[2]}/{args[3]}, B rs/cs {args[7]}/{args[8]}"
-    else:
-        m, n, k = args[17:20]
-        st = f"A rs/cs {args[2]}/{args[3]}{' (packed)' if params.get('a_mode') == 'packed' else ''}, B rs {args[8]}"
+    """(M, N, K, strides text) of a recorded gemm_main launch (the CPU design's kernel)."""
+    m, n, k = args[17:20]
+    st = f"A rs/cs {args[2]}/{args[3]}{' (packed)' if params.get('a_mode') == 'packed' else ''}, B rs {args[8]}"
     return int(m), int(n), int(k), st
 
 

@@ -1,21 +1,21 @@
-## Tiled GEMM:  C[b] = alpha * A[b] @ B[b] + beta * C[b]   (A: M x K, B: K x N, C: M x N, b < batch)
+## The CPU GEMM design:  C[b] = alpha * A[b] @ B[b] + beta * C[b]   (A: M x K, B: K x N, C: M x N, b < batch),
+## chosen by a device profile's `[gemm] design = "cpu"` (cltorch/ops/gemm/cpu.py; GPUs: gemm_gpu.cl.mako).
 ##
 ## Every operand is addressed as  base[off + b*bs + row*rs + col*cs]  (element strides), so transposed and
-## other strided views are read in place. Parameters (all from the device profile, see cltorch/ops/_gemm.py):
-##   dt      storage type of A, B, C: "float", "double" or "half" (half is read with vload_half and
-##           written with vstore_half_rte, accumulated in float; it needs no cl_khr_fp16)
+## other strided views are read in place. Parameters (all from the device profile, see cltorch/ops/gemm/cpu.py):
+##   dt      storage type of A, B, C: "float", "double", "half" or "bf16" (half is read with vload_half and
+##           written with vstore_half_rte, accumulated in float; it needs no cl_khr_fp16; bf16 is bfloat16's
+##           16-bit pattern in a ushort, widened by a shift and rounded to nearest even on store)
 ##   acc     accumulation type: "float" or "double"
 ##   idx     index type: "int" or "long" (long when an operand spans more than 2^31 elements)
-##   use_local 0: register blocking without local memory (CPU devices).
-##           1: work-group tiles staged in local memory (GPUs).
-## The names used only by the other path still get (dummy) values: the template is strict.
+## The names used only by some kernels still get (dummy) values: the template is strict.
 ##   c_epi   1: gemm_main takes one more operand E (E, e_off, e_rs, e_cs, e_bs after beta) and stores
 ##           alpha * A@B + beta * C + E, the sum E added in its own statement after the rest is rounded, so
 ##           the result is the GEMM's stored value plus E exactly as a separate elementwise add would give
 ##           (cltorch._capture fuses a recorded GEMM and the `x0 + x1` launch that adds a bias or residual to
 ##           it). Not for half. 0: no epilogue.
 ##
-## use_local == 0 (register-blocked, the CPU path; BLIS-style micro-kernel, see Van Zee & van de Geijn,
+## Register blocking (BLIS-style micro-kernel, see Van Zee & van de Geijn,
 ## "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM TOMS 41(3), 2015):
 ##   mr      rows of C per work-item;  vw  vector width;  nv  vectors per row: nr = nv*vw columns
 ##   The micro-kernel reads A and B through run-time strides, with one more stride per operand: the
@@ -44,17 +44,16 @@
 ##           past the last lane. "lane"/"k" name the source direction with unit stride (the copy loops
 ##           read along it, and the compiler sees the unit stride); "any" is the general case.
 ##
-## use_local == 1 (textbook local-memory tiling; Volkov & Demmel, "Benchmarking GPUs to tune dense linear
-## algebra", SC 2008, for the register tile per work-item):
-##   lx, ly  work-group shape; each work-item computes mr x nr elements of C spread with stride ly (rows)
-##           and lx (columns), so neighbouring work-items touch neighbouring columns (coalesced stores);
-##   tk      K depth of the staged tiles;  the group tile is (ly*mr) x (lx*nr).
-##   a_kfast / b_kfast: the cooperative loads walk k fastest (set when that operand is contiguous in k).
-##   Work-item (x, y, z): group (gx, gy) covers columns [gx*lx*nr, ...) and rows [gy*ly*mr, ...).
 <%
     from types import SimpleNamespace
     def make_io(t):
         """Load/store helpers for elements stored as type t, computed in acc."""
+        if t == "bf16":
+            return SimpleNamespace(
+                ld=lambda p, i: "bf16_ld(%s[%s])" % (p, i),
+                ldv=lambda p, i, n: ("bf16_ld%d(vload%d(0, %s + (%s)))" % (n, n, p, i)) if n > 1 else "bf16_ld(%s[%s])" % (p, i),
+                st=lambda p, i, v: "%s[%s] = bf16_st(%s)" % (p, i, v),
+                stv=lambda p, i, v, n: ("vstore%d(bf16_st%d(%s), 0, %s + (%s))" % (n, n, v, p, i)) if n > 1 else "%s[%s] = bf16_st(%s)" % (p, i, v))
         if t == "half":
             return SimpleNamespace(
                 ld=lambda p, i: "vload_half(%s, %s)" % (i, p),
@@ -71,6 +70,9 @@
     io = make_io(dt)
     ld, st = io.ld, io.st
     lanes = "0123456789abcdef"
+    def ptr(t):
+        """The C type elements of storage type t are held in."""
+        return "ushort" if t == "bf16" else t
 %>
 #pragma OPENCL FP_CONTRACT ON
 % if "double" in (dt, acc):
@@ -78,15 +80,30 @@
 % endif
 typedef ${idx} I;
 <%
-    epi_args = (",\n        __global const %s* E, I e_off, I e_rs, I e_cs, I e_bs" % dt) if c_epi else ""
+    epi_args = (",\n        __global const %s* E, I e_off, I e_rs, I e_cs, I e_bs" % ptr(dt)) if c_epi else ""
 %>
-% for t in sorted(set(x for x in (dt, acc) if x != "half")):
+% if dt == "bf16":
+inline float bf16_ld(ushort h) { return as_float(((uint)h) << 16); }
+inline ushort bf16_st(float f) {           /* round to nearest even; NaN stays NaN */
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)0x7fc0;
+    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+% for n in (2, 4, 8, 16):
+inline float${n} bf16_ld${n}(ushort${n} h) { return as_float${n}(convert_uint${n}(h) << 16); }
+inline ushort${n} bf16_st${n}(float${n} f) {
+    uint${n} u = as_uint${n}(f);
+    uint${n} r = (u + (uint${n})0x7fffu + ((u >> 16) & (uint${n})1u)) >> 16;
+    return convert_ushort${n}(select(r, (uint${n})0x7fc0u, (u & (uint${n})0x7fffffffu) > (uint${n})0x7f800000u));
+}
+% endfor
+% endif
+% for t in sorted(set(x for x in (dt, acc) if x not in ("half", "bf16"))):
 % for n in (2, 4, 8, 16):
 typedef ${t}${n} u${t}${n} __attribute__((aligned(${8 if t == "double" else 4})));
 % endfor
 % endfor
 
-% if use_local == 0:
 <%
     NR = nv * vw
     vt = acc + (str(vw) if vw > 1 else "")
@@ -118,7 +135,7 @@ typedef ${t}${n} u${t}${n} __attribute__((aligned(${8 if t == "double" else 4}))
     ls = "1" if contig == "lane" else "ls"
     ks = "1" if contig == "k" else "ks"
 %>
-__kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, int L, int K,
+__kernel void ${name}(__global const ${ptr(dt)}* S, I s_off, I ls_, I ks_, I s_bs, int L, int K,
                       __global ${acc}* P, I p_bs)
 {
 % if contig == "lane":
@@ -129,7 +146,7 @@ __kernel void ${name}(__global const ${dt}* S, I s_off, I ls_, I ks_, I s_bs, in
 % endif
     if (k0 >= K || p * ${R} >= L) return;
     I ls = ls_, ks = ks_;
-    __global const ${dt}* s = S + s_off + (I)b * s_bs + (I)(p * ${R}) * ls + (I)k0 * ks;
+    __global const ${ptr(dt)}* s = S + s_off + (I)b * s_bs + (I)(p * ${R}) * ls + (I)k0 * ks;
     __global ${acc}* d = P + (I)b * p_bs + ((I)p * K + k0) * ${R};
     int nl = L - p * ${R};
     if (nl >= ${R} && k0 + ${kb} <= K) {
@@ -169,14 +186,14 @@ ${transpose8(acc)}
 <%def name="operands(g, kstart)">
 ## Positions the A and B read pointers at k = kstart for the tile at (i0, row panel pi, column panel pj).
 % if a_mode == "packed":
-        __global const ${g.at}* ab = A + (I)b * a_bs + (I)pi * a_ps + (I)(${kstart}) * ${mr};
+        __global const ${ptr(g.at)}* ab = A + (I)b * a_bs + (I)pi * a_ps + (I)(${kstart}) * ${mr};
 % else:
-        __global const ${g.at}* ab = A + a_off + (I)b * a_bs + (I)pi * a_ps + (I)(${kstart}) * a_cs;
+        __global const ${ptr(g.at)}* ab = A + a_off + (I)b * a_bs + (I)pi * a_ps + (I)(${kstart}) * a_cs;
 % for r in range(mr):
         I ro${r} = (I)min(${r}, M - 1 - i0) * a_rs;
 % endfor
 % endif
-        __global const ${g.bt}* bp = B + b_off + (I)b * b_bs + (I)pj * b_ps - (jlo - j0) + (I)(${kstart}) * b_rs;
+        __global const ${ptr(g.bt)}* bp = B + b_off + (I)b * b_bs + (I)pj * b_ps - (jlo - j0) + (I)(${kstart}) * b_rs;
 </%def>
 <%def name="micro(g, kstart, kend, c='c')">
 ## The micro-kernel: ${c}{r}_{v} += A[i0+r][k] * B[k][j0 + v*vw ...] for k in [kstart, kend).
@@ -200,15 +217,15 @@ ${transpose8(acc)}
 <%def name="store_tile(g)">
 ## Writes alpha * c + beta * C (C not read when beta == 0) for the tile at (i0, j0), columns from jlo on.
     {
-        __global ${dt}* cp = C + c_off + (I)b * c_bs + (I)i0 * c_rs + (I)j0 * c_cs;
+        __global ${ptr(dt)}* cp = C + c_off + (I)b * c_bs + (I)i0 * c_rs + (I)j0 * c_cs;
 % if c_epi:
-        __global const ${dt}* ep = E + e_off + (I)b * e_bs + (I)i0 * e_rs + (I)j0 * e_cs;
+        __global const ${ptr(dt)}* ep = E + e_off + (I)b * e_bs + (I)i0 * e_rs + (I)j0 * e_cs;
 % endif
 % if vw > 1:
         if ((flags & 1) && i0 + ${mr} <= M && j0 + ${g.NR} <= N && j0 == jlo${" && e_cs == 1" if c_epi else ""}) {
 % for r in range(mr):
 % for v in range(nv):
-% if dt == "half":
+% if dt in ("half", "bf16"):
             if (beta == (${acc})0) ${g.io.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d" % (r, v), vw)};
             else ${g.io.stv("cp", "%d * c_rs + %d" % (r, v * vw), "alpha * c%d_%d + beta * %s" % (r, v, g.io.ldv("cp", "%d * c_rs + %d" % (r, v * vw), vw)), vw)};
 % else:
@@ -255,9 +272,9 @@ ${pack_kernel(g, "gemm_pack_b_k", NR, "k")}
 ${pack_kernel(g, "gemm_pack_b_any", NR, "")}
 % endif
 
-__kernel void gemm_main(__global const ${at}* A, I a_off, I a_rs, I a_cs, I a_bs, I a_ps,
-                        __global const ${bt}* B, I b_off, I b_rs, I b_bs, I b_ps,
-                        __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs, int flags,
+__kernel void gemm_main(__global const ${ptr(at)}* A, I a_off, I a_rs, I a_cs, I a_bs, I a_ps,
+                        __global const ${ptr(bt)}* B, I b_off, I b_rs, I b_bs, I b_ps,
+                        __global ${ptr(dt)}* C, I c_off, I c_rs, I c_cs, I c_bs, int flags,
                         int M, int N, int K, ${acc} alpha, ${acc} beta${epi_args})
 {
 % if kc == 0:
@@ -331,81 +348,3 @@ ${store_tile(g)}
     }
 % endif
 }
-
-% else:
-<%
-    TM = ly * mr
-    TN = lx * nr
-%>
-__kernel __attribute__((reqd_work_group_size(${lx}, ${ly}, 1)))
-void gemm_main(__global const ${dt}* A, I a_off, I a_rs, I a_cs, I a_bs,
-               __global const ${dt}* B, I b_off, I b_rs, I b_cs, I b_bs,
-               __global ${dt}* C, I c_off, I c_rs, I c_cs, I c_bs,
-               int M, int N, int K, ${acc} alpha, ${acc} beta${epi_args})
-{
-    __local ${acc} As[${tk}][${TM + 1}];
-    __local ${acc} Bs[${tk}][${TN + 1}];
-    int tx = get_local_id(0), ty = get_local_id(1), b = get_global_id(2);
-    int lid = ty * ${lx} + tx;
-    int jb = get_group_id(0) * ${TN}, ib = get_group_id(1) * ${TM};
-    __global const ${dt}* Ab = A + a_off + (I)b * a_bs;
-    __global const ${dt}* Bb = B + b_off + (I)b * b_bs;
-% for r in range(mr):
-% for c in range(nr):
-    ${acc} c${r}_${c} = (${acc})0;
-% endfor
-% endfor
-    for (int k0 = 0; k0 < K; k0 += ${tk}) {
-        for (int t = lid; t < ${tk * TM}; t += ${lx * ly}) {
-% if a_kfast:
-            int kk = t % ${tk}, ii = t / ${tk};
-% else:
-            int ii = t % ${TM}, kk = t / ${TM};
-% endif
-            int i = ib + ii, k = k0 + kk;
-            As[kk][ii] = (i < M && k < K) ? ${ld("Ab", "(I)i * a_rs + (I)k * a_cs")} : (${acc})0;
-        }
-        for (int t = lid; t < ${tk * TN}; t += ${lx * ly}) {
-% if b_kfast:
-            int kk = t % ${tk}, jj = t / ${tk};
-% else:
-            int jj = t % ${TN}, kk = t / ${TN};
-% endif
-            int j = jb + jj, k = k0 + kk;
-            Bs[kk][jj] = (j < N && k < K) ? ${ld("Bb", "(I)k * b_rs + (I)j * b_cs")} : (${acc})0;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int kk = 0; kk < ${tk}; kk++) {
-% for c in range(nr):
-            ${acc} y${c} = Bs[kk][tx + ${c * lx}];
-% endfor
-% for r in range(mr):
-            { ${acc} x = As[kk][ty + ${r * ly}];
-% for c in range(nr):
-              c${r}_${c} += x * y${c};
-% endfor
-            }
-% endfor
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    __global ${dt}* Cb = C + c_off + (I)b * c_bs;
-% for r in range(mr):
-    { int i = ib + ty + ${r * ly};
-      if (i < M) {
-% for c in range(nr):
-        { int j = jb + tx + ${c * lx};
-          if (j < N) {
-            I o = (I)i * c_rs + (I)j * c_cs;
-            ${acc} t = alpha * c${r}_${c};
-            if (beta != (${acc})0) t += beta * ${ld("Cb", "o")};
-% if c_epi:
-            t += ${ld("E", "e_off + (I)b * e_bs + (I)i * e_rs + (I)j * e_cs")};
-% endif
-            ${st("Cb", "o", "t")};
-          } }
-% endfor
-      } }
-% endfor
-}
-% endif

@@ -38,6 +38,7 @@ from . import autograd
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._dispatch import is_grad_enabled, is_inference_mode_enabled
 from . import cl
+from .backend import AcceleratorError, OutOfMemoryError  # noqa: F401  (torch.AcceleratorError, torch.OutOfMemoryError)
 from . import serialization
 from . import special  # noqa: E402
 from . import linalg  # noqa: E402,F401

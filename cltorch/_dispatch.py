@@ -176,7 +176,8 @@ def _call(op, args, kw):
 
 # ------------------------------------------------------------------------------------------------ 16-bit widening
 # Ops whose kernels compute float32/float64 only. "all": bfloat16 inputs always, float16 inputs on devices without
-# cl_khr_fp16; "bf16": bfloat16 only (the GEMM reads and writes half itself with vload_half / vstore_half_rte);
+# cl_khr_fp16; "bf16": bfloat16 only (their kernels read and write half themselves with vload_half /
+# vstore_half_rte; mm is not listed: the GEMM reads and writes bfloat16 too, accumulating in float32);
 # "any16": bfloat16 and float16 on every device (the recurrent kernels have no half variant).
 # Such an op runs on float32 copies (differentiable casts) and its floating outputs are rounded back to the 16-bit
 # dtype: float32 accumulation, 16-bit in and out, as PyTorch computes half and bfloat16 on CPUs.
@@ -190,7 +191,7 @@ WIDEN = {n: "all" for n in (
 # Intel's runtime was off by 4 where float32 copies agree to 4e-3)
 WIDEN.update((n, "any16") for n in ("rnn_layer", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "layer_norm",
                                     "group_norm", "batch_norm"))
-WIDEN.update((n, "bf16") for n in ("mm", "convolution", "convolution_transpose", "convolution_weight",
+WIDEN.update((n, "bf16") for n in ("convolution", "convolution_transpose", "convolution_weight",
                                     "convolution_weight_bias", "max_pool2d_with_indices", "max_pool2d_gather",
                                     "max_pool2d_scatter", "resample1d", "resample1d_backward"))
 

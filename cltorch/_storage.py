@@ -22,6 +22,7 @@ import numpy as np
 
 from . import backend
 from . import _shm
+from .backend.forked import FORKED as _FORKED, hold as _hold
 
 __all__ = ["Storage"]
 
@@ -91,8 +92,7 @@ class Storage:
             return cls(device, dtype, array.size, host=array)
         st = cls.empty(array.size, dtype, device)
         if array.size:
-            import pyopencl as cl
-            cl.enqueue_copy(st._rt.queue, st.buf, np.ascontiguousarray(array), is_blocking=True)
+            st._rt.copy(st.buf, np.ascontiguousarray(array), is_blocking=True)
         return st
 
     @classmethod
@@ -152,6 +152,8 @@ class Storage:
         host = np.frombuffer(seg.mm, dtype=np.uint8, count=nbytes).view(self.dtype.np)
         host[...] = self.host
         self.host = host
+        if _FORKED[0]:            # the old memory's buffers are the parent's: never released here
+            _hold(self._hostbuf, self._block)
         self._hostbuf = None      # the zero-copy buffer over the old memory; a new one is made when needed
         self._block = None        # the old memory no longer backs this storage (numpy may still hold it)
         self.pinned = False
@@ -162,6 +164,12 @@ class Storage:
     def __del__(self):
         if self._nbytes and self._rt is not None:
             self._rt.release(self._nbytes)
+        if _FORKED[0]:      # a forked child never releases an OpenCL object the parent made (backend/forked.py)
+            _hold(self.buf, self._hostbuf)
+            blk = self._block
+            if blk is not None and blk[1] is not None:    # a block with the parent's buffer: never reused here
+                _hold(blk)
+                self._block = None
         blk = self._block
         if blk is not None and not self.exposed:
             try:
@@ -231,10 +239,9 @@ class Storage:
             return self.host[offset:offset + count].copy()
         out = np.empty(count, dtype=self.dtype.np)
         if count:
-            import pyopencl as cl
             rt = self._rt
             with rt.lock:       # no launch from another thread between the blocking copy and clearing the flag
-                cl.enqueue_copy(rt.queue, out, self.buf, src_offset=offset * self.dtype.itemsize, is_blocking=True)
+                rt.copy(out, self.buf, src_offset=offset * self.dtype.itemsize, is_blocking=True)
                 rt.pending = False
             if rt._checks:      # the in-order queue has finished everything before this read
                 rt.run_checks()
@@ -248,9 +255,7 @@ class Storage:
             self.host[offset:offset + array.size] = array.reshape(-1)
             return
         if array.size:
-            import pyopencl as cl
-            cl.enqueue_copy(self._rt.queue, self.buf, array, dst_offset=offset * self.dtype.itemsize,
-                            is_blocking=True)
+            self._rt.copy(self.buf, array, dst_offset=offset * self.dtype.itemsize, is_blocking=True)
 
 
 class _Alias(Storage):
@@ -296,7 +301,6 @@ POOL_HELD_MAX = 64 << 20    # bytes of free blocks the pool keeps for reuse; blo
 # Keyed by the block's size (the request rounded up to HOST_ALIGN bytes).
 _free_blocks = {}
 _held = [0]
-_forked_pools = []    # a forked child's inherited pools: never freed there (their buffers are the parent's)
 
 
 def _take_block(nbytes, for_kernel):
@@ -367,7 +371,8 @@ def release_host_blocks():
 
 
 def _forget_pool_in_child():
-    _forked_pools.append(dict(_free_blocks))
+    # the inherited free blocks are never used nor freed in a forked child: their buffers are the parent's
+    _hold(dict(_free_blocks))
     _free_blocks.clear()
     _held[0] = 0
 

@@ -4,11 +4,11 @@ Devices are numbered as ``cl:N`` (see ``cltorch.backend.list_devices``). Memory 
 bytes of live cltorch device storages, in bytes.
 """
 from . import backend
-from .backend import OutOfMemoryError, KernelBuildError, LaunchError
+from .backend import OutOfMemoryError, AcceleratorError, KernelBuildError, LaunchError
 
 __all__ = ["is_available", "device_count", "get_device_name", "get_device_properties", "current_device",
            "set_device", "synchronize", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
-           "empty_cache", "set_per_process_memory_fraction", "OutOfMemoryError", "KernelBuildError", "LaunchError",
+           "empty_cache", "set_per_process_memory_fraction", "OutOfMemoryError", "AcceleratorError", "KernelBuildError", "LaunchError",
            "memory_reserved", "get_device_capability", "CLGraph", "graph", "is_current_stream_capturing"]
 
 _current = [None]

@@ -2,8 +2,8 @@
 
 Operands live in raw pyopencl buffers laid out with arbitrary offsets and strides (transposed, sliced,
 batch-broadcast), so these tests need neither the Tensor class nor any copy. The reference is numpy in
-float64. Every code path of the template is run: B read in place or packed, A strided or packed, the
-local-memory (GPU) path, float32, float64 and float16 storage.
+float64. Every code path of the CPU design's template is run: B read in place or packed, A strided or packed,
+float32, float64, float16 and bfloat16 storage (the GPU design: tests/test_gemm_gpu.py).
 """
 import numpy as np
 import pytest
@@ -70,7 +70,7 @@ def _run(rt, M, N, K, dt=np.float32, la="row", lb="row", lc="row", alpha=1.0, be
     ref = alpha * np.matmul(A.astype(np.float64), B.astype(np.float64))
     if beta != 0:
         ref = ref + beta * C0
-    tol = {np.float32: 2e-5, np.float64: 1e-12, np.float16: 2e-3}[dt]
+    tol = {np.float32: 2e-5, np.float64: 1e-12, np.float16: 2e-3}.get(dt, 2e-2)      # bfloat16: 8-bit mantissa
     scale = max(1.0, float(np.abs(ref).max()) if ref.size else 1.0)
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale * max(K, 1) ** 0.5)
     # elements of C's storage outside the C view are untouched
@@ -118,7 +118,7 @@ def test_small_m_with_transposed_b(rt, M):
     _run(rt, M, 40, 37, np.float32, lb="col", alpha=0.5, beta=1.0)
     _run(rt, M, 24, 16, np.float64, lb="col", lc="strided", batch=2)
     key = [k for k in _gemm._plans if k[2:6] == (M, 24, 16, 2)][-1]
-    assert isinstance(_gemm._plans[key], _gemm._Swapped)
+    assert isinstance(_gemm._plans[key], _gemm.cpu.Swapped)
 
 
 @pytest.mark.parametrize("alpha,beta", [(0.5, 2.0), (0.0, 1.5), (-1.0, 1.0), (3.0, 0.0)])
@@ -164,6 +164,17 @@ def test_float16_accumulates_in_float32(rt):
     _run(rt, 9, 13, 7, np.float16, la="col", lb="strided", alpha=0.5, beta=1.0)
 
 
+def test_bfloat16_accumulates_in_float32(rt, gemm_profile):
+    """bfloat16 storage (16-bit patterns, widened exactly, rounded to nearest even once at the store): B in place
+    and packed, A strided and packed, against numpy in float64 on the bfloat16 inputs."""
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16
+    _run(rt, 21, 32, 40, bf16)
+    _run(rt, 9, 13, 7, bf16, la="col", lb="strided", alpha=0.5, beta=1.0)
+    row = {"mr": 4, "nv": 2, "vw": 8, "lx": 2, "ly": 2, "a_mode": "packed", "b_mode": "packed"}
+    gemm_profile({"design": "cpu", "sizes": [row]})
+    _run(rt, 37, 53, 45, bf16, lb="col", beta=0.5)
+
+
 def test_bad_arguments(rt):
     buf = cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE, 64)
     with pytest.raises(GemmError, match="dtype"):
@@ -200,7 +211,7 @@ def gemm_profile(rt):
     {"mr": 3, "nv": 2, "vw": 8, "lx": 3, "ly": 1, "a_mode": "strided", "b_mode": "auto", "kc": 7, "tm": 2},
 ])
 def test_register_paths(rt, gemm_profile, row):
-    gemm_profile({"local": 0, "sizes": [row], "sizes_f64": [row]})
+    gemm_profile({"design": "cpu", "sizes": [row], "sizes_f64": [row]})
     _run(rt, 29, 48, 31, np.float32)
     _run(rt, 29, 48, 31, np.float32, la="col", lb="col", alpha=0.5, beta=2.0, batch=2)
     _run(rt, 13, 21, 10, np.float32, la="strided", lb="row", batch=2)
@@ -210,27 +221,18 @@ def test_register_paths(rt, gemm_profile, row):
 
 def test_register_paths_float64(rt, gemm_profile):
     row = {"mr": 4, "nv": 2, "vw": 4, "lx": 4, "ly": 2, "a_mode": "packed", "b_mode": "auto", "kc": 8, "tm": 2}
-    gemm_profile({"local": 0, "sizes": [row], "sizes_f64": [row]})
+    gemm_profile({"design": "cpu", "sizes": [row], "sizes_f64": [row]})
     _run(rt, 29, 48, 31, np.float64, la="col", lb="col", alpha=0.5, beta=2.0, batch=2)
     _run(rt, 13, 24, 10, np.float64, la="strided", lb="row", batch=2)
 
 
-def test_local_memory_path(rt, gemm_profile):
-    """The GPU path (local-memory tiles); slow on PoCL, so small sizes only."""
-    gemm_profile({"local": 1, "sizes": [{"lx": 4, "ly": 4, "mr": 2, "nr": 3, "tk": 8}]})
-    _run(rt, 19, 29, 21, np.float32, alpha=0.5, beta=2.0)
-    _run(rt, 19, 29, 21, np.float32, la="col", lb="col", batch=2)
-    _run(rt, 9, 12, 17, np.float64, la="strided", lb="strided", lc="col")
-    _run(rt, 9, 12, 17, np.float16, lb="col")
-
-
 def test_size_table_lookup(rt):
-    prof = {"gemm": {"local": 0, "sizes": [{"upto": 100, "mr": 4}, {"upto": 1000, "mr": 6}, {"mr": 8}]}}
+    prof = {"gemm": {"design": "cpu", "sizes": [{"upto": 100, "mr": 4}, {"upto": 1000, "mr": 6}, {"mr": 8}]}}
     assert _gemm.choose_config(prof, np.float32, 64, 64, 64)["mr"] == 4
     assert _gemm.choose_config(prof, np.float32, 512, 512, 512)["mr"] == 6
     assert _gemm.choose_config(prof, np.float32, 2048, 2048, 2048)["mr"] == 8
     # float64 without its own table halves the vector width of the fp32 row
-    assert _gemm.choose_config(prof, np.float64, 64, 64, 64)["vw"] == _gemm._DEFAULT_REG["vw"] // 2
+    assert _gemm.choose_config(prof, np.float64, 64, 64, 64)["vw"] == _gemm.plan.DEFAULT_REG["vw"] // 2
 
 
 def test_plan_is_cached(rt):
@@ -262,7 +264,7 @@ def test_last_panel_in_place_gives_the_packed_bits(rt, gemm_profile, row, dt):
     element of C is read after another work-item stored it, and C outside its view is untouched (_run)."""
     outs = {}
     for b_mode in ("auto", "packed"):
-        gemm_profile({"local": 0, "sizes": [dict(row, b_mode=b_mode)], "sizes_f64": [dict(row, b_mode=b_mode)]})
+        gemm_profile({"design": "cpu", "sizes": [dict(row, b_mode=b_mode)], "sizes_f64": [dict(row, b_mode=b_mode)]})
         outs[b_mode] = [_run(rt, 29, 40, 70, dt, alpha=0.5, beta=2.0, batch=2),       # nr 16: 40 = 2*16 + 8
                         _run(rt, 13, 17, 9, dt, la="col", lc="strided", beta=1.0),     # one column past a panel
                         _run(rt, 7, 31, 130, dt, la="strided", batch=3)]
@@ -278,7 +280,7 @@ def test_k_contiguous_pack_transposes_in_registers(rt, gemm_profile, dt):
     of 8 through an 8x8 register transpose (nr, mr multiples of 8), edge panels and k steps by the element
     copy (checked against numpy in float64 by _run)."""
     row = {"mr": 8, "nv": 2, "vw": 8, "lx": 2, "ly": 2, "a_mode": "packed", "b_mode": "packed"}
-    gemm_profile({"local": 0, "sizes": [row], "sizes_f64": [row]})
+    gemm_profile({"design": "cpu", "sizes": [row], "sizes_f64": [row]})
     _run(rt, 37, 53, 45, dt, lb="col", beta=0.5)           # 45 = 5*8 + 5 k steps, 53 = 3*16 + 5 lanes
     _run(rt, 40, 48, 64, dt, lb="col", batch=2)            # whole groups only
     _run(rt, 21, 19, 30, dt, lb="strided", la="strided")   # neither direction contiguous: the general copy

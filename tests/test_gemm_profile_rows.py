@@ -16,7 +16,7 @@ ROWS = [
 
 
 def test_m_upto_selects_by_rows():
-    prof = {"gemm": {"local": 0, "sizes": ROWS}}
+    prof = {"gemm": {"design": "cpu", "sizes": ROWS}}
     assert _gemm.choose_config(prof, np.float32, 32, 1024, 256)["lx"] == 2      # cbrt 203, M 32
     assert _gemm.choose_config(prof, np.float32, 64, 64, 64)["lx"] == 2
     assert _gemm.choose_config(prof, np.float32, 65, 64, 64)["lx"] == 4         # M past m_upto
@@ -24,7 +24,7 @@ def test_m_upto_selects_by_rows():
     assert _gemm.choose_config(prof, np.float32, 32, 4096, 4096)["lx"] == 1     # cbrt past upto
     cfg = _gemm.choose_config(prof, np.float32, 32, 32, 32)
     assert "m_upto" not in cfg and "upto" not in cfg
-    assert _gemm._row_for(ROWS, 256)["lx"] == 4                                # no M: m_upto rows skipped
+    assert _gemm.plan.row_for(ROWS, 256)["lx"] == 4                                # no M: m_upto rows skipped
 
 
 @pytest.mark.parametrize("mnk", [(32, 1024, 256), (5, 77, 300), (48, 40, 1000), (200, 330, 130), (520, 260, 300)])
@@ -34,8 +34,8 @@ def test_avx512_rows_match_numpy(mnk, monkeypatch):
     x = torch.ones(1, device="cl:0")
     rt = x._runtime()
     g = _read(profiles_dir() / "pocl-cpu-avx512.toml")["gemm"]
-    if g.get("local", 0) != int(rt.profile.get("gemm", {}).get("local", 0)):
-        pytest.skip("the device uses the local-memory GEMM path")
+    if _gemm.design(rt.profile) != "cpu":
+        pytest.skip("the device runs the GPU GEMM design")
     monkeypatch.setitem(rt.profile, "gemm", dict(rt.profile.get("gemm", {}), **g))
     _gemm.clear_cache()
     try:

@@ -74,7 +74,7 @@ def test_each_kind_gets_its_own_profile_files():
     # the GPU configurations really are GPU-style: local-memory GEMM tiles, scalar lanes, no CPU loop splitting
     for gpu in ("nvidia", "amd", "intel-gpu", "apple"):
         p = load_profile(device_info_from_props(0, KINDS[gpu]))
-        assert p.get_value("gemm", "local") == 1 and p.get_value("elementwise", "vector_width") == 1
+        assert p.get_value("gemm", "design") == "gpu" and p.get_value("elementwise", "vector_width") == 1
         assert p.get_value("optim", "split_barrier") is False and p.get_value("index", "inner") == 1
 
 

@@ -73,7 +73,7 @@ def test_profile_only_needs_files(monkeypatch, tmp_path):
     monkeypatch.setenv("CLTORCH_PROFILE", str(f))
     p = load_profile(info)
     assert [os.path.basename(s) for s in p.sources] == ["default.toml", "mine.toml"]
-    assert p.get_value("elementwise", "local_size") == 3 and p.get_value("gemm", "local") == 1   # default's
+    assert p.get_value("elementwise", "local_size") == 3 and p.get_value("gemm", "design") == "gpu"   # default's
     monkeypatch.setenv("CLTORCH_PROFILE", str(tmp_path / "missing.toml"))
     with pytest.raises(FileNotFoundError, match="missing.toml"):
         load_profile(info)

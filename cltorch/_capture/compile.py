@@ -31,8 +31,6 @@ import sys
 import warnings
 from collections import OrderedDict
 
-import pyopencl as cl
-
 from .. import _dispatch
 from .._storage import Storage
 from .._tensor import Tensor, _no_grad
@@ -550,8 +548,8 @@ class CompiledFunction:
                     if n:
                         rt = s._storage.runtime()
                         with rt.lock:
-                            cl.enqueue_copy(rt.queue, buf, x._storage.buf, byte_count=n,
-                                            src_offset=x._offset * s.dtype.itemsize, dst_offset=off * s.dtype.itemsize)
+                            rt.copy(buf, x._storage.buf, byte_count=n, src_offset=x._offset * s.dtype.itemsize,
+                                    dst_offset=off * s.dtype.itemsize)
                             rt.pending = True
                 else:
                     with _no_grad():
@@ -754,7 +752,7 @@ def _copy_out(src, off, shape, stride, dtype, device):
         rt = st_.runtime()
         isz = dtype.itemsize
         with rt.lock:
-            cl.enqueue_copy(rt.queue, st_.buf, buf, byte_count=extent * isz, src_offset=off * isz)
+            rt.copy(st_.buf, buf, byte_count=extent * isz, src_offset=off * isz)
             rt.pending = True
     return Tensor._make(st_, shape, stride)
 

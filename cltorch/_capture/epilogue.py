@@ -1,7 +1,8 @@
 """Fusing a recorded GEMM with the elementwise add that follows it (a linear layer's bias, a residual).
 
-A ``gemm_main`` launch (``cl_kernels/gemm.cl.mako``) followed directly by an elementwise ``x0 + x1`` launch
-(``elementwise.cl.mako``) becomes one ``gemm_main`` launch with the template's ``c_epi`` epilogue, which stores
+The launch that stores a GEMM's C (``gemm_main`` of the CPU design, ``gemm_tile`` or, after split-K,
+``gemm_splitk_sum`` of the GPU design: ``ops.gemm.launch_info``) followed directly by an elementwise ``x0 + x1``
+launch (``elementwise.cl.mako``) becomes one launch of that kernel with its ``c_epi`` epilogue, which stores
 ``A @ B + E`` into the add's output, when
 
 * the GEMM does not read C (``beta == 0``), stores a contiguous ``[batch][M][N]`` block, and nothing but the add
@@ -16,7 +17,7 @@ The epilogue adds E in a statement of its own after the GEMM's value is formed (
 them), so the stored value is bit-identical to the two launches. Launches inside an optimizer step's region
 are left alone.
 """
-from .pairs import fuse_pairs, launch_params
+from .pairs import fuse_pairs
 
 __all__ = ["fuse_gemm_epilogues"]
 
@@ -24,23 +25,19 @@ _INT_MAX = 2 ** 31 - 1
 
 
 def _gemm_info(e):
-    """(params, batch, A, B, (C, c_off, c_rs, c_cs, c_bs), M, N, alpha, beta, C position) of a plain gemm_main."""
-    p = launch_params(e, "gemm.cl.mako", "gemm_main")
-    if p is None:
+    """(params, batch, buffers the GEMM reads, (C, c_off, c_rs, c_cs, c_bs), M, N, alpha, beta, C position) of a
+    launch that stores a GEMM's C without an epilogue (either design: ``ops.gemm.launch_info``), else None."""
+    if e[0] != "k":
         return None
-    if p.get("c_epi") or p.get("dt") not in ("float", "double") or p.get("dt") != p.get("acc"):
+    from ..ops import gemm as _gemm
+    info = _gemm.launch_info(e[2], e[3], e[5])
+    if info is None:
         return None
-    a = e[5]
-    if p["use_local"]:
-        ci, mi = 10, 15
-    else:
-        ci, mi = 11, 17
-    if len(a) != mi + 5:
+    p = info["params"]
+    if p.get("dt") not in ("float", "double") or p.get("dt") != p.get("acc"):
         return None
-    gs = e[3]
-    batch = gs[2] if len(gs) > 2 else 1
-    c = (a[ci], a[ci + 1], a[ci + 2], a[ci + 3], a[ci + 4])
-    return p, batch, a[0], a[6 if not p["use_local"] else 5], c, a[mi], a[mi + 1], a[mi + 3], a[mi + 4], ci
+    return (p, info["batch"], info["reads"], info["c"], info["M"], info["N"], info["alpha"], info["beta"],
+            info["c_pos"])
 
 
 def _split(sizes, strides, target):
@@ -90,7 +87,7 @@ def _match(entries, i, uses, live, _ew):
     g = _gemm_info(entries[i])
     if g is None:
         return None
-    p, batch, abuf, bbuf, (cbuf, c_off, c_rs, c_cs, c_bs), M, N, alpha, beta, ci = g
+    p, batch, reads, (cbuf, c_off, c_rs, c_cs, c_bs), M, N, alpha, beta, ci = g
     if beta != 0 or c_cs != 1 or c_rs != N or (batch > 1 and c_bs != M * N):
         return None
     if id(cbuf) in live or uses.get(id(cbuf)) != [i, i + 1]:
@@ -108,7 +105,7 @@ def _match(entries, i, uses, live, _ew):
         return None
     other = ops[1 - cs[0]]
     ebuf, e_off = other[3], other[4]
-    if ob is cbuf or ob is abuf or ob is bbuf or ob is ebuf or ebuf is cbuf:
+    if ob is cbuf or any(ob is r for r in reads) or ob is ebuf or ebuf is cbuf:
         return None
     target = (batch, M, N)
     if frame is None:
@@ -124,7 +121,7 @@ def _match(entries, i, uses, live, _ew):
     if p["idx"] == "int" and e_off + (batch - 1) * e_bs + (M - 1) * e_rs + (N - 1) * e_cs > _INT_MAX:
         return None
     rt = entries[i][1]
-    k = _gemm.epilogue_kernel(rt, p)
+    k = _gemm.epilogue_kernel(rt, entries[i][2])
     args = list(entries[i][5])
     args[ci], args[ci + 1] = ob, oo
     args += [ebuf, e_off, e_rs, e_cs, e_bs]

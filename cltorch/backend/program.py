@@ -20,6 +20,7 @@ from pathlib import Path
 
 from mako.lookup import TemplateLookup
 
+from .forked import FORKED
 from .paths import cache_dir, kernels_dir
 
 __all__ = ["KernelBuildError", "render", "build_program", "save_binaries", "stats", "reset_stats"]
@@ -185,8 +186,11 @@ def save_binaries(quiet=False):
     Asking PoCL for a program's binary compiles every kernel in it to machine code (measured on the digits
     example: 22 s for its 22 programs, against 12 s to build them and 9 s to compile the kernels its first step
     launches), so it is not done on the first training step's path but once, when the process ends. A process
-    killed before then simply compiles again next time. Returns the number of programs written.
+    killed before then simply compiles again next time. Returns the number of programs written. A forked child
+    (``forked``) writes nothing and drops nothing: its programs are the parent's.
     """
+    if FORKED[0]:
+        return 0
     import pyopencl as cl
     with _lock:
         todo = [(path, prg) for path, (prg, pid) in _pending.items() if pid == os.getpid()]  # never a forked child

@@ -6,17 +6,20 @@ One :class:`Runtime` exists per OpenCL device and is made lazily on first use. T
 """
 import os
 import threading
+from collections import deque
 
 import numpy as np
 
-from . import geometry, program
+from . import faults, forked, geometry, program
 from .devices import list_devices
+from .faults import AcceleratorError
+from .forked import FORK_MESSAGE, in_forked_child  # noqa: F401  (re-exported by backend)
 from .profile import load_profile
 
 _LAUNCH_BLOCKING = os.environ.get("CLTORCH_LAUNCH_BLOCKING") == "1"
 
-__all__ = ["Runtime", "OutOfMemoryError", "NoDeviceError", "runtime", "cpu_runtime", "default_index",
-           "all_runtimes"]
+__all__ = ["Runtime", "OutOfMemoryError", "AcceleratorError", "NoDeviceError", "runtime", "cpu_runtime",
+           "default_index", "all_runtimes"]
 
 
 class OutOfMemoryError(RuntimeError):
@@ -109,6 +112,15 @@ class Runtime:
         self.mf = cl.mem_flags
         self._cl_errors = (cl.MemoryError, cl.RuntimeError, cl.LogicError)
         self._geometry_ok = set()    # (kernel, global, local) triples that passed geometry.check
+        # device faults (backend/faults.py): the last launches (kernel, global, local, event) for the message of a
+        # lost context; the (error class, message) every call raises once the runtime is dead, else None; a 4-byte
+        # buffer that ``faults.probe`` writes and reads back (made and written now: a probe never allocates)
+        self._recent = deque(maxlen=faults.RECENT)
+        self._lost = None
+        self._probe_count = 0
+        self._probe_buf = cl.Buffer(self.ctx, self.mf.READ_WRITE, 4)
+        self._probe_host = np.zeros(1, np.uint32)     # the initial write reads it after __init__ returns
+        cl._cl._enqueue_write_buffer(self.queue, self._probe_buf, self._probe_host, is_blocking=False)
 
     # ---------------------------------------------------------------- kernels
     def program(self, template, options=(), **params):
@@ -129,7 +141,13 @@ class Runtime:
                         raise NotImplementedError(
                             f"bfloat16 is not supported by the {template.split('.')[0]} kernels yet (bfloat16 is a "
                             "storage dtype with pointwise arithmetic only): convert with .float() first")
-                    prg = program.build_program(self.ctx, self.info, src, options, template)
+                    if self._lost is not None:
+                        raise self.dead_error()
+                    try:
+                        prg = program.build_program(self.ctx, self.info, src, options, template)
+                    except (program.KernelBuildError,) + self._cl_errors as e:
+                        self.raise_if_lost(e)
+                        raise
                     self._programs[key] = prg
         else:
             program._STATS["memory_hits"] += 1
@@ -147,7 +165,7 @@ class Runtime:
         if k is None:
             import pyopencl as cl
             prg = self.program(template, options, **params)
-            k = cl.Kernel(prg, name)
+            k = self.driver(cl.Kernel, prg, name)
             k.set_scalar_arg_dtypes(arg_dtypes)
             k._cltorch_src = (template, name, params, tuple(arg_dtypes), options)   # for capture and fusion
             self._kernels[key] = k
@@ -161,6 +179,8 @@ class Runtime:
         naming the kernel. Holds the runtime's lock: a pyopencl Kernel call sets the arguments on the shared Kernel object and then
         enqueues, and another thread launching the same kernel in between would swap in its own arguments.
         While ``cltorch._capture`` records, the recorder logs the launch and enqueues it (or only logs it)."""
+        if self._lost is not None:   # a lost context, or a forked child: raise before any driver call
+            raise self.dead_error()
         try:
             fits = (k, gsize, lsize) in self._geometry_ok
         except TypeError:             # a list as a size
@@ -180,9 +200,12 @@ class Runtime:
             try:
                 ev = self.last_event = self.tail = k(self.queue, gsize, lsize, *args)
             except self._cl_errors as e:
-                raise geometry.launch_failed(self, k, gsize, lsize, e) from e
+                raise self.fault(e) or geometry.launch_failed(self, k, gsize, lsize, e) from e
+            self._recent.append((k, gsize, lsize, ev))
         if self.profiling:
             self._events.append((k.function_name, gsize, ev))
+        if _LAUNCH_BLOCKING:          # wait for the kernel: a fault is reported here, naming this kernel
+            self.finish(at_kernel=(k, gsize, lsize))
         return ev
 
     @property
@@ -201,7 +224,7 @@ class Runtime:
     def tail_done(self, ev):
         """True when ``ev`` (a ``tail`` taken earlier) has completed, hence, the queue being in order, every command
         queued before it. None (the tail was unknown) is never done."""
-        return ev is not None and ev.command_execution_status == 0    # CL_COMPLETE
+        return ev is not None and self._lost is None and ev.command_execution_status == 0    # CL_COMPLETE
 
     def idle(self):
         """True when no launched kernel is still queued or running: nothing pending, or the latest launch's event
@@ -209,12 +232,14 @@ class Runtime:
         it to decide between waiting and queueing their kernel)."""
         if not self._pending:
             return True
+        if self._lost is not None:
+            raise self.dead_error()
         ev = self.last_event
         return ev is not None and ev.command_execution_status == 0    # CL_COMPLETE
 
     def kernel_profile(self, reset=True):
         """With CLTORCH_PROFILE_KERNELS=1: {kernel name: (calls, total device ms)} since the last reset."""
-        self.queue.finish()
+        self.finish()
         out = {}
         for name, gs, ev in self._events:
             ms = (ev.profile.end - ev.profile.start) * 1e-6
@@ -259,10 +284,12 @@ class Runtime:
     def synchronize(self):
         """Wait for the queue, then run the deferred checks (which may raise). The flag is cleared under the lock
         that launches hold, after the finish: a thread that sees it clear knows its own earlier launches are done,
-        even when another thread did the finish."""
+        even when another thread did the finish. A dead runtime (a lost context) raises its AcceleratorError."""
+        if self._lost is not None:
+            raise self.dead_error()
         with self.lock:
             if self._pending:
-                self.queue.finish()
+                self.finish()
                 self._pending = False
             self.syncs += 1
             self._keepalive.clear()   # under the lock: another thread's queued kernel may still need its storage
@@ -309,6 +336,8 @@ class Runtime:
     def alloc(self, nbytes):
         """A pooled device buffer of at least ``nbytes`` (>= 1). Raises OutOfMemoryError."""
         nbytes = max(int(nbytes), 1)
+        if self._lost is not None:
+            raise self.dead_error()
         if nbytes > self.info.max_alloc:
             raise self._oom(nbytes, "above the device's max_mem_alloc_size")
         if self.limit is not None and self.allocated + nbytes > self.limit:
@@ -320,7 +349,8 @@ class Runtime:
             self.pool.free_held()
             try:
                 buf = self.pool.allocate(nbytes)
-            except self._cl_errors:
+            except self._cl_errors as e2:
+                self.raise_if_lost(e2)      # a lost context refuses allocations too: not out of memory
                 raise self._oom(nbytes, f"the driver refused: {e}") from None
         self.allocated += nbytes
         if self.allocated > self.peak:
@@ -343,15 +373,83 @@ class Runtime:
         if array.nbytes > self.info.max_alloc:
             raise self._oom(array.nbytes, "a cpu tensor above the OpenCL CPU device's max_mem_alloc_size; "
                                           "split the computation into smaller tensors")
-        return cl.Buffer(self.ctx, self.mf.READ_WRITE | self.mf.USE_HOST_PTR, hostbuf=array)
+        return self.driver(cl.Buffer, self.ctx, self.mf.READ_WRITE | self.mf.USE_HOST_PTR, hostbuf=array)
 
     def pinned_buffer(self, nbytes):
         """A page-locked host staging buffer (``CL_MEM_ALLOC_HOST_PTR``) and a numpy view mapped over it."""
         import pyopencl as cl
-        buf = cl.Buffer(self.ctx, self.mf.READ_WRITE | self.mf.ALLOC_HOST_PTR, size=max(int(nbytes), 1))
-        arr, _ = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
-                                       (max(int(nbytes), 1),), np.uint8)
+        buf = self.driver(cl.Buffer, self.ctx, self.mf.READ_WRITE | self.mf.ALLOC_HOST_PTR, size=max(int(nbytes), 1))
+        arr, _ = self.driver(cl.enqueue_map_buffer, self.queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
+                             (max(int(nbytes), 1),), np.uint8)
         return buf, arr
+
+    # ---------------------------------------------------------------- driver calls and device faults
+    def driver(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, a pyopencl call on this device, raising AcceleratorError instead of the
+        driver's error when the device's context turns out lost (``fault``), and at once, with no driver call,
+        once it is (or in a forked child). Every call that reaches the driver outside ``launch`` goes through
+        here or through :meth:`copy`, :meth:`fill`, :meth:`finish`."""
+        if self._lost is not None:
+            raise self.dead_error()
+        try:
+            return fn(*args, **kwargs)
+        except self._cl_errors as e:
+            self.raise_if_lost(e)
+            raise
+
+    def copy(self, dest, src, **kwargs):
+        """``pyopencl.enqueue_copy(self.queue, dest, src, **kwargs)`` through :meth:`driver` (looked up per call:
+        a capture records the copies it wraps there). The caller sets ``pending`` for a non-blocking copy."""
+        import pyopencl as cl
+        return self.driver(cl.enqueue_copy, self.queue, dest, src, **kwargs)
+
+    def fill(self, buf, pattern, offset, size, **kwargs):
+        """``pyopencl.enqueue_fill_buffer`` on this queue through :meth:`driver` (recorded by a capture). The
+        caller sets ``pending``."""
+        import pyopencl as cl
+        return self.driver(cl.enqueue_fill_buffer, self.queue, buf, pattern, offset, size, **kwargs)
+
+    def finish(self, at_kernel=None):
+        """Wait for the queue (``clFinish``), reporting a lost context as AcceleratorError. ``at_kernel``: the
+        (kernel, global size, local size) just launched, when CLTORCH_LAUNCH_BLOCKING=1 waits for each kernel."""
+        if self._lost is not None:
+            raise self.dead_error()
+        try:
+            self.queue.finish()
+        except self._cl_errors as e:
+            self.raise_if_lost(e, at_kernel)
+            raise
+
+    def fault(self, err, at_kernel=None):
+        """After the driver error ``err`` (a pyopencl error) on this device: the AcceleratorError to raise when the
+        context is lost, else None (an ordinary error, which the caller raises its own way). Lost means that a
+        known-good 4-byte write and read-back on the queue fails too (``faults.probe``); the runtime is then dead:
+        every later call raises the same error before reaching the driver, and its handles are never released
+        (some drivers hang releasing objects of a faulted context)."""
+        if self._lost is None:
+            with self.lock:
+                if self._lost is None:
+                    if faults.probe(self):
+                        return None
+                    self._lost = (AcceleratorError, faults.lost_message(self, err, at_kernel))
+                    forked.hold(self)
+        return self.dead_error()
+
+    def raise_if_lost(self, err, at_kernel=None):
+        """Raise the AcceleratorError (from ``err``) when the context is lost (``fault``); else return."""
+        lost = self.fault(err, at_kernel)
+        if lost is not None:
+            raise lost from err
+
+    def dead_error(self):
+        """The error every call on a dead runtime raises (a new instance each time, with the same message)."""
+        cls, msg = self._lost
+        return cls(msg)
+
+    def fault_on_use(self, cls, message):
+        """Mark this runtime dead with ``cls(message)`` without asking the driver (a forked child's inherited
+        runtimes: ``forked``)."""
+        self._lost = (cls, message)
 
 
 def _fmt(n):
@@ -363,32 +461,38 @@ def _fmt(n):
 
 _runtimes = {}
 _rt_lock = threading.Lock()
-_forked = [False]
+_forked = forked.FORKED
 
-FORK_MESSAGE = ("OpenCL was used in the parent process, and this process was started by fork(): OpenCL cannot be "
-                "used in a forked child (PoCL and other drivers hang there). Start worker processes with the "
-                "'spawn' or 'forkserver' start method (DataLoader(multiprocessing_context='forkserver'), the "
-                "default), or keep the work in the child on the host (numpy).")
+
+def _before_fork():
+    # The parent finishes the queues with work pending, so the cpu tensors a child inherits hold finished results
+    # (the child cannot wait for the parent's kernels). No lock: another thread may hold one while it forks.
+    for rt in list(_runtimes.values()):
+        if rt._pending and rt._lost is None:
+            try:
+                rt.queue.finish()
+            except Exception:  # noqa: BLE001  (a fault is reported at the parent's next call)
+                pass
 
 
 def _after_fork_in_child():
     # Listing the platforms is enough to start PoCL's threads: a child forked after only that hangs at its first
     # kernel too (measured: device_count() then fork, then a matmul in the child), so it counts as use.
+    # The inherited runtimes are kept (never released: on NVIDIA a child's release destroys the parent's object)
+    # and dead: a storage that still names one raises FORK_MESSAGE at its first call (forked.py).
     from . import devices
     if _runtimes or _forked[0] or devices._cache:
-        _forked[0] = True
+        forked.mark_forked()
+        for rt in list(_runtimes.values()):
+            forked.hold(rt)
+            rt.fault_on_use(RuntimeError, FORK_MESSAGE)
+            rt._pending = False       # the parent finished its queues before forking (_before_fork)
         _runtimes.clear()
         _cpu_rt[0] = None
 
 
-import os as _os  # noqa: E402
-if hasattr(_os, "register_at_fork"):
-    _os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def in_forked_child():
-    """True in a process forked after its parent had used OpenCL."""
-    return _forked[0]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 def runtime(index):

@@ -14,7 +14,9 @@ def main(argv=None):
     p_probe.add_argument("--device", action="append", help="device string (repeatable); default: every cl:N")
     p_probe.add_argument("--json", action="store_true", help="print JSON")
     p_probe.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions")
-    p_probe.add_argument("--tune", action="store_true", help="search GEMM/SDPA tiles and write a tuned profile")
+    p_probe.add_argument("--tune", action="store_true", help="search GEMM tiles and write a tuned profile")
+    p_probe.add_argument("--tune-budget", type=float, default=None, metavar="S",
+                         help="seconds the GPU tile search may take (default 480, 120 with --quick)")
     args = parser.parse_args(argv)
     if args.cmd == "devices":
         from .devices import run

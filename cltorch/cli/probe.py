@@ -1,5 +1,6 @@
 """``cltorch probe``: a conformance self-test and microbenchmarks on each OpenCL device; ``--tune`` searches
-GEMM tile parameters and writes a tuned profile to the user's config dir (preferred over ``devices/``).
+GEMM tile parameters (the CPU design's register blocks, or the GPU design's tiles and split-K threshold within
+``--tune-budget`` seconds) and writes a tuned profile to the user's config dir (preferred over ``devices/``).
 
 Checks (each against a numpy reference): elementwise on strided views, reductions, GEMM, softmax, SDPA
 (fused against the composed math), and Philox (bit-identical to the numpy reference). Benchmarks: device
@@ -123,41 +124,77 @@ def _bench(dev, quick):
     return res
 
 
-def _tune(dev, quick):
-    """Search GEMM register-blocking rows for two size classes; write the best into the tuned profile."""
+def _timer(torch, reps):
+    def best_of(fn):
+        fn()
+        torch.cl.synchronize()
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            torch.cl.synchronize()
+            ts.append(time.perf_counter() - t0)
+        return min(ts)
+    return best_of
+
+
+def _tune(dev, quick, budget_s=None, space=None, sizes=None, split_shapes=None):
+    """Search GEMM tiles for the device's design and write the best into the tuned profile (the user's config
+    dir, ``CLTORCH_CONFIG_DIR``); returns ``{"profile": path, "gemm": [per-size report]}``.
+
+    CPU design: register-blocking rows for two size classes. GPU design (:func:`_tune_gpu`): tile rows (bm, bn, bk,
+    tm, tn, vw) per size class within ``budget_s`` seconds, then the split-K threshold. ``space``, ``sizes``,
+    ``split_shapes`` narrow the GPU search (tests run it on a CPU device under a GPU profile)."""
     import cltorch as torch
     from ..ops import gemm as _gemm
     from ..backend.profile import tuned_profile_path
     d = torch.device(dev)
     rt = backend.runtime(d.index)
     g = dict(rt.profile.get("gemm", {}))
-    if int(g.get("local", 0)):
-        cands = [dict(lx=lx, ly=ly, mr=mr, nr=nr, tk=16) for lx, ly in ((16, 16), (8, 8)) for mr, nr in
-                 ((4, 4), (8, 4), (2, 2))]
-    else:
-        cands = [dict(mr=mr, nv=nv, vw=8, lx=lx, ly=ly) for mr in (4, 6, 8) for nv in (1, 2)
-                 for lx, ly in ((8, 8), (4, 8), (16, 4))]
+    try:
+        if _gemm.design(rt.profile) == "gpu":
+            table, report = _tune_gpu(torch, rt, g, quick, budget_s, space, sizes, split_shapes)
+        else:
+            table, report = _tune_cpu(torch, rt, g, quick)
+    finally:
+        rt.profile["gemm"] = g
+        _gemm.clear_cache()
+    path = tuned_profile_path(rt.info)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Written by `cltorch probe --tune`; preferred over the shipped devices/ profiles.",
+             f"# device: {rt.info.name} ({rt.info.driver_version})", "[gemm]"]
+    for k, v in table.items():
+        if k != "sizes":
+            lines.append(f"{k} = {json.dumps(v)}")
+    lines.append("sizes = [")
+    for row in table["sizes"]:
+        lines.append("  { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in row.items()) + " },")
+    lines.append("]")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return {"profile": str(path), "gemm": report}
+
+
+def _tune_cpu(torch, rt, g, quick):
+    """The CPU design: register-blocking rows for two size classes (the row for up to 384^3 and the rest)."""
+    from ..ops import gemm as _gemm
+    cands = [dict(mr=mr, nv=nv, vw=8, lx=lx, ly=ly) for mr in (4, 6, 8) for nv in (1, 2)
+             for lx, ly in ((8, 8), (4, 8), (16, 4))]
     sizes = [(384, 256), (None, 512 if quick else 1024)]
     shipped_rows = list(g.get("sizes", []) or [{}])
     best_rows = []
     report = []
+    best_of = _timer(torch, 3)
     for upto, m in sizes:
-        a = torch.randn(m, m, device=dev)
-        b = torch.randn(m, m, device=dev)
+        a = torch.randn(m, m, device=f"cl:{rt.index}")
+        b = torch.randn(m, m, device=f"cl:{rt.index}")
 
         def time_row(row):
             rt.profile["gemm"] = dict(g, sizes=[row])
             _gemm.clear_cache()
-            (a @ b)
-            torch.cl.synchronize()
-            ts = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                (a @ b)
-                torch.cl.synchronize()
-                ts.append(time.perf_counter() - t0)
-            return min(ts)
-        shipped = _gemm._row_for(shipped_rows, m)
+            return best_of(lambda: a @ b)
+        shipped = _gemm.plan.row_for(shipped_rows, m)
         base_t = time_row({k: v for k, v in shipped.items() if k != "upto"})
         best, best_t = None, base_t
         for c in cands:
@@ -174,20 +211,116 @@ def _tune(dev, quick):
         best_rows.append(chosen)
         report.append({"size": m, "shipped_GFLOPs": 2 * m ** 3 / base_t / 1e9,
                        "tuned_GFLOPs": 2 * m ** 3 / best_t / 1e9, "speedup": base_t / best_t})
-    rt.profile["gemm"] = dict(g)
-    _gemm.clear_cache()
-    path = tuned_profile_path(rt.info)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["# Written by `cltorch probe --tune`; preferred over the shipped devices/ profiles.",
-             f"# device: {rt.info.name} ({rt.info.driver_version})", "[gemm]", f"local = {int(g.get('local', 0))}",
-             "sizes = ["]
-    for row in best_rows:
-        lines.append("  { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in row.items()) + " },")
-    lines.append("]")
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(path)
-    return {"profile": str(path), "gemm": report}
+    return {"design": "cpu", "sizes": best_rows}, report
+
+
+# The GPU design's search space: every combination that makes a kernel within the device's limits, with at most
+# 64 accumulators per work-item and 64 to 256 work-items per group.
+GPU_SPACE = {"bm": (128, 64, 32), "bn": (128, 64, 32), "bk": (8, 16, 32), "tm": (8, 4, 2), "tn": (8, 4, 2),
+             "vw": (4, 2)}
+
+
+def _gpu_candidates(rt, shipped, space):
+    """Rows to time, the shipped ones first, then the rest by distance from the largest shipped tile."""
+    from ..ops.gemm import plan as P
+    from ..backend import geometry
+    lim = geometry.limits(rt)
+    space = dict(GPU_SPACE, **(space or {}))
+    rows = []
+    for bm in space["bm"]:
+        for bn in space["bn"]:
+            for bk in space["bk"]:
+                for tm in space["tm"]:
+                    for tn in space["tn"]:
+                        for vw in space["vw"]:
+                            r = dict(bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, vw=vw)
+                            try:
+                                P.check_row(r, 4, lim.max_work_group_size, lim.local_mem_size)
+                            except P.ProfileRowError:
+                                continue
+                            threads = (bm // tm) * (bn // tn)
+                            if tm * tn <= 64 and 32 <= threads <= 256:
+                                rows.append(r)
+    first = [r for r in shipped if r in rows]
+    ref = shipped[0] if shipped else rows[0]
+    rest = sorted((r for r in rows if r not in first),
+                  key=lambda r: sum(abs(r[k] - ref[k]) / ref[k] for k in ref))
+    return first + rest
+
+
+def _tune_gpu(torch, rt, g, quick, budget_s, space, sizes, split_shapes):
+    """The GPU design: for each size class (large, medium, small products) the fastest tile row without split-K,
+    timed in the order of :func:`_gpu_candidates` until the class's share of ``budget_s`` is spent; the rows
+    found, largest tile first, become the table; then ``split_k_min`` is chosen among a few values by timing
+    products with few tiles and a long K."""
+    from ..ops import gemm as _gemm
+    from ..ops.gemm import plan as P
+    dev = f"cl:{rt.index}"
+    shipped = P.gpu_rows(rt.profile, np.float32)
+    cands = _gpu_candidates(rt, shipped, space)
+    if sizes is None:
+        sizes = [(2048,) * 3, (512,) * 3, (128,) * 3] if quick else [(4096,) * 3, (1024,) * 3, (256,) * 3]
+    if split_shapes is None:
+        split_shapes = [(512, 512, 2048), (128, 128, 8192)] if quick else [(1024, 1024, 1024), (256, 256, 16384)]
+    budget_s = float(budget_s if budget_s is not None else (120 if quick else 480))
+    best_of = _timer(torch, 2 if quick else 3)
+    report, found = [], []
+    for (M, N, K) in sizes:
+        a = torch.randn(M, K, device=dev)
+        b = torch.randn(K, N, device=dev)
+
+        def time_rows(rows, **extra):
+            rt.profile["gemm"] = dict(g, sizes=rows, **extra)
+            _gemm.clear_cache()
+            return best_of(lambda: a @ b)
+        base_t = time_rows(shipped)
+        best, best_t = None, float("inf")
+        t_end = time.perf_counter() + budget_s * 0.8 / len(sizes)
+        for r in cands:
+            if best is not None and time.perf_counter() > t_end:
+                break
+            try:
+                t = time_rows([r], split_k=1)
+            except Exception:  # noqa: BLE001 - a row the device cannot build or run is skipped
+                continue
+            if t < best_t:
+                best, best_t = r, t
+        if best is None:
+            best, best_t = shipped[0], base_t
+        found.append(best)
+        report.append({"size": f"{M}x{N}x{K}", "shipped_GFLOPs": 2 * M * N * K / base_t / 1e9,
+                       "tuned_GFLOPs": 2 * M * N * K / best_t / 1e9, "speedup": base_t / best_t, "row": best})
+    table_rows = []
+    for r in sorted(found, key=lambda r: -r["bm"] * r["bn"]):
+        if r not in table_rows:
+            table_rows.append(r)
+    # split-K threshold: the value with the least total time over the split shapes
+    ops = []
+    for (M, N, K) in split_shapes:
+        ops.append((torch.randn(M, K, device=dev), torch.randn(K, N, device=dev)))
+
+    def total(split_min):
+        rt.profile["gemm"] = dict(g, sizes=table_rows, split_k_min=split_min)
+        _gemm.clear_cache()
+        return sum(best_of(lambda x=x, y=y: x @ y) for x, y in ops)
+    shipped_min = int(g.get("split_k_min", 256))
+    choices = sorted({shipped_min, 128, 256, 512, 1024, 2 ** 30})
+    times = {}
+    for v in choices:
+        try:
+            times[v] = total(v)
+        except Exception:  # noqa: BLE001
+            continue
+    split_min = min(times, key=times.get) if times else shipped_min
+    if times:
+        report.append({"size": "split-K " + ", ".join("x".join(map(str, s)) for s in split_shapes),
+                       "shipped_GFLOPs": sum(2 * m * n * k for m, n, k in split_shapes) / times.get(
+                           shipped_min, times[split_min]) / 1e9,
+                       "tuned_GFLOPs": sum(2 * m * n * k for m, n, k in split_shapes) / times[split_min] / 1e9,
+                       "speedup": times.get(shipped_min, times[split_min]) / times[split_min],
+                       "split_k_min": split_min})
+    table = {"design": "gpu", "split_k_min": split_min, "sizes": table_rows}
+    return table, report
 
 
 def run(args):
@@ -213,7 +346,7 @@ def run(args):
             entry["checks"] = _checks(dev, args.quick)
             entry["bench"] = _bench(dev, args.quick)
             if args.tune and dev != "cpu":
-                entry["tune"] = _tune(dev, args.quick)
+                entry["tune"] = _tune(dev, args.quick, getattr(args, "tune_budget", None))
         except Exception as e:
             entry["error"] = f"{type(e).__name__}: {e}"
         if entry.get("error") or not all(c["ok"] for c in entry.get("checks", [])):
@@ -236,7 +369,8 @@ def run(args):
                   f"{b['gemm_fp32_GFLOPs']:.1f} GFLOP/s; queued launch {b['launch_latency_us']:.1f} us/op")
             if "tune" in e:
                 for r in e["tune"]["gemm"]:
-                    print(f"   tune GEMM {r['size']}^3: shipped {r['shipped_GFLOPs']:.1f} -> tuned "
+                    size = f"{r['size']}^3" if isinstance(r["size"], int) else r["size"]
+                    print(f"   tune GEMM {size}: shipped {r['shipped_GFLOPs']:.1f} -> tuned "
                           f"{r['tuned_GFLOPs']:.1f} GFLOP/s ({r['speedup']:.2f}x)")
                 print(f"   wrote {e['tune']['profile']}")
         checks = [c for e in results for c in e.get("checks", [])]

@@ -74,22 +74,20 @@ class Host:
         hi = self.n if hi is None else hi
         if hi <= lo:
             return []
-        import pyopencl as cl
         s = self._src
         with self.rt.lock:
-            ev = cl.enqueue_copy(self.rt.queue, self.arr[lo:hi], s._storage.buf,
-                                 src_offset=(s._offset + lo) * self.isz, is_blocking=False)
+            ev = self.rt.copy(self.arr[lo:hi], s._storage.buf, src_offset=(s._offset + lo) * self.isz,
+                              is_blocking=False)
         return [ev]
 
     def store(self, lo=0, hi=None):
         hi = self.n if hi is None else hi
         if not self.device or hi <= lo:
             return []
-        import pyopencl as cl
         t = self.t if self.direct else self._src
         with self.rt.lock:
-            ev = cl.enqueue_copy(self.rt.queue, t._storage.buf, self.arr[lo:hi],
-                                 dst_offset=(t._offset + lo) * self.isz, is_blocking=False)
+            ev = self.rt.copy(t._storage.buf, self.arr[lo:hi], dst_offset=(t._offset + lo) * self.isz,
+                              is_blocking=False)
         return [ev]
 
     def finish(self):

@@ -138,8 +138,7 @@ def _err_buffer(device):
     if st.host is not None:
         st.host[:] = 0
     else:
-        import pyopencl as cl
-        cl.enqueue_fill_buffer(st._rt.queue, st.buf, np.int32(0), 0, 16)
+        st._rt.fill(st.buf, np.int32(0), 0, 16)
     return e
 
 

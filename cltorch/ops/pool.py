@@ -147,9 +147,8 @@ def _run_max_scatter(g, ind, geom, xshape):
     tile = _tiling(geom)
     if tile:
         if OH * tile[0] != H or OW * tile[1] != W:        # rows/columns no window covers get zero
-            import pyopencl as cl
-            cl.enqueue_fill_buffer(rt.queue, gx._storage.cl_buffer(), np.zeros(1, g.dtype.np),
-                                   gx._offset * gx.dtype.itemsize, gx.numel() * gx.dtype.itemsize)
+            rt.fill(gx._storage.cl_buffer(), np.zeros(1, g.dtype.np), gx._offset * gx.dtype.itemsize,
+                    gx.numel() * gx.dtype.itemsize)
         k = kernel(rt, dt, "maxpool_tile_bwd", "bIbIb" + "i" * 4, idx_type(g, gx), tile)
         launch3(rt, k, OW, OH, N * C, g._storage.cl_buffer(), g._offset, ind._storage.cl_buffer(), ind._offset,
                  gx._storage.cl_buffer(), H, W, OH, OW)

@@ -677,11 +677,10 @@ def _copy_into(dst, src):
             src = src.item()
     if dst.is_contiguous() and isinstance(src, Tensor) and src.is_contiguous() and src.dtype is dst.dtype and \
             src._shape == dst._shape and src._storage is not dst._storage:
-        import pyopencl as cl
         rt = dst._runtime()
         isz = dst.dtype.itemsize
-        cl.enqueue_copy(rt.queue, dst._storage.cl_buffer(), src._storage.cl_buffer(), byte_count=dst.numel() * isz,
-                        src_offset=src._offset * isz, dst_offset=dst._offset * isz)
+        rt.copy(dst._storage.cl_buffer(), src._storage.cl_buffer(), byte_count=dst.numel() * isz,
+                src_offset=src._offset * isz, dst_offset=dst._offset * isz)
         rt.pending = True
         if dst._storage.host is not None or src._storage.host is not None:
             rt.finish_if_exposed()

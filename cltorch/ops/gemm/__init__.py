@@ -1,90 +1,52 @@
-"""The GEMM launcher: ``C[b] = alpha * A[b] @ B[b] + beta * C[b]`` on one OpenCL device.
+"""The GEMM launcher: ``C[b] = alpha * A[b] @ B[b] + beta * C[b] (+ E[b])`` on one OpenCL device.
 
-This module knows buffers, element offsets and strides, not Tensors; the matmul family of ops
-(``matmul``, ``mm``, ``bmm``, ``addmm``, ``baddbmm``, ``linear``, ...) lowers to :func:`gemm`.
+This package knows buffers, element offsets and strides, not Tensors; the matmul family of ops (``matmul``,
+``mm``, ``bmm``, ``addmm``, ``baddbmm``, ``linear``, ...), convolution's GEMM paths, the recurrent layers and
+attention lower to :func:`gemm`.
 
-Kernel: ``cl_kernels/gemm.cl.mako``. Two code paths, chosen by the device profile's ``[gemm]`` table:
+Two designs, chosen by the device profile's ``[gemm] design`` (``plan.py`` reads the profile):
 
-* ``local = 0`` (CPU devices): register blocking without local memory, a BLIS-style micro-kernel (Van Zee
-  and van de Geijn, ACM TOMS 41(3), 2015). Each work-item keeps an ``mr x (nv*vw)`` block of C in
-  vector registers and walks all of K. B is read either in place (``direct``: contiguous rows, aligned)
-  or from a panel buffer made by a small pack kernel (``packed``: ``[N/nr][K][nr]``, zero padded, so
-  the k loop reads consecutive aligned vectors and edge columns need no test). A is read through its
-  strides (``strided``) or from a panel buffer (``packed``). Packing costs O(MK + KN) against the
-  O(MNK) product, and is how transposed or otherwise strided operands reach the fast layout.
-* ``local = 1`` (GPUs): work-group tiles of A and B staged in local memory, each work-item
-  accumulating an ``mr x nr`` register tile (Volkov and Demmel, SC 2008). Operands are read through
-  their strides.
+* ``"cpu"`` (``cpu.py``, ``cl_kernels/gemm.cl.mako``): register blocking without local memory, a BLIS-style
+  micro-kernel with packed panels;
+* ``"gpu"`` (``gpu.py``, ``cl_kernels/gemm_gpu.cl.mako`` with the tile blocks of ``gemm_tiles.cl.mako``):
+  work-group tiles in local memory (double buffered), register blocks read with vector loads, split-K for
+  products with few tiles and a long K.
 
-Profile layout (``devices/*.toml``)::
+Deterministic mode (``cltorch.use_deterministic_algorithms``) runs one profile on every device
+(``backend/deterministic.py``: the CPU tables), so every device runs the CPU design there, whose K loop adds in
+blocks of 64 in a fixed order.
 
-    [gemm]
-    local = 0
-    sizes = [            # fp32 and fp16; the first row whose `upto` >= cbrt(M*N*K) (and `m_upto` >= M) is used
-      { upto = 384, mr = 6, nv = 2, vw = 8, lx = 8, ly = 8, a_mode = "strided", b_mode = "auto" },
-      ...
-    ]
-    sizes_f64 = [ ... ]  # the same for float64 (falls back to `sizes` with the vector width halved)
-
-``b_mode = "auto"`` reads B in place when that is allowed (unit column stride and ``N >= nr``; when
-``N % nr != 0`` the last column panel is computed at columns ``N - nr .. N - 1`` and stores only the columns
-the panel before left, so no read passes row ends; vector accesses need only element alignment, as cpu tensors
-over numpy memory are 16-byte aligned) and packs it otherwise. Optional keys of a ``local = 0`` row: ``kc`` and
-``tm`` (K blocking: each work-item computes ``tm`` tiles stacked along M, K in blocks of ``kc``; 0 = off),
-``ku`` (k-loop unroll pragma), ``pack_k`` (k steps per pack work-item, 8) and ``pack_local`` (pack
-work-group size, 16). ``lx, ly`` are the main kernel's work-group shape (launch dim 0 runs over row
-panels, or over column panels when ``kc > 0``). For ``local = 1`` a row holds ``lx, ly, mr, nr, tk``.
-
-Products with fewer rows than one tile and a transposed B (``x @ W.T`` for a small batch) run as
-``C^T = B^T A^T``, so the big operand is read in place rather than packed.
-
-Every kernel and every launch plan is cached: a repeated call with the same shapes and strides costs a
-dict lookup plus the enqueues (a few microseconds each). Nothing here waits for the device.
+Every launch plan is cached: a repeated call with the same shapes and strides costs a dict lookup plus the
+enqueues (a few microseconds each). Nothing here waits for the device.
 """
-import math
-
 import numpy as np
 
-__all__ = ["gemm", "GemmError", "choose_config", "clear_cache", "epilogue_kernel"]
+from . import cpu, gpu, plan  # noqa: F401 - the designs (cpu.CpuPlan, gpu.GpuPlan) and plan.py
+from .plan import choose_config, design
 
-_TEMPLATE = "gemm.cl.mako"
+__all__ = ["gemm", "GemmError", "choose_config", "design", "clear_cache", "epilogue_kernel", "launch_info",
+           "describe"]
 
-_I32 = np.int32
-_I64 = np.int64
 _INT_MAX = 2 ** 31 - 1
 
-# Used when no profile has a [gemm] table (and to fill keys a profile row leaves out).
-_DEFAULT_REG = {"mr": 6, "nv": 2, "vw": 8, "lx": 4, "ly": 4, "a_mode": "strided", "b_mode": "auto",
-                "ku": 0, "kc": 0, "tm": 0, "pack_local": 16, "pack_k": 8}
-_DEFAULT_LOCAL = {"lx": 16, "ly": 16, "mr": 4, "nr": 4, "tk": 16}
 
-# The template is rendered with strict_undefined, so every name it uses gets a value; those of the other
-# kernels keep these fixed dummies (which also keeps the program cache keys small in number).
-_ALL_PARAMS = {"use_local": 0, "mr": 0, "nv": 0, "vw": 0, "a_mode": "", "b_mode": "", "ku": 0, "kc": 0,
-               "tm": 0, "kb": 0, "lx": 0, "ly": 0, "nr": 0, "tk": 0, "a_kfast": 0, "b_kfast": 0, "c_epi": 0}
+def _bf16():
+    from ..._dtype import bfloat16
+    return np.dtype(bfloat16.np)
 
 
-def _params(**kw):
-    p = dict(_ALL_PARAMS)
-    p.update(kw)
-    return p
-
-
-def _contig(lane_stride, k_stride):
-    """Which direction of an operand to pack is contiguous: "lane", "k" or "" (neither)."""
-    if lane_stride == 1:
-        return "lane"
-    if k_stride == 1:
-        return "k"
-    return ""
-
-
+# numpy dtype -> (storage type name in the templates, accumulation type)
 _DTYPES = {np.dtype(np.float32): ("float", "float"), np.dtype(np.float64): ("double", "double"),
            np.dtype(np.float16): ("half", "float")}
+try:
+    _DTYPES[_bf16()] = ("bf16", "float")
+except Exception:  # noqa: BLE001 - ml_dtypes missing: no bfloat16 anywhere
+    pass
 
 
 class GemmError(ValueError):
-    """Bad arguments to :func:`gemm` (negative sizes, unsupported dtype, malformed descriptor)."""
+    """Bad arguments to :func:`gemm` (negative sizes, unsupported dtype, malformed descriptor), or a profile
+    row no kernel can be made from."""
 
 
 _plans = {}
@@ -93,52 +55,6 @@ _plans = {}
 def clear_cache():
     """Forget every launch plan (kernels stay cached in their Runtime)."""
     _plans.clear()
-
-
-def _cdiv(a, b):
-    return -(-a // b)
-
-
-def _round_up(a, b):
-    return _cdiv(a, b) * b
-
-
-def _row_for(table, size, M=None):
-    """The first row of ``table`` for cube-root size ``size`` and ``M`` rows (rows with ``m_upto`` are
-    skipped when M is None)."""
-    for row in table:
-        if row.get("upto", math.inf) >= size and ("m_upto" not in row or M is not None and row["m_upto"] >= M):
-            return row
-    return table[-1]
-
-
-def choose_config(profile, dtype, M, N, K):
-    """The profile row used for an ``M x N x K`` product of ``dtype`` (a dict of template values).
-
-    ``profile`` is a Runtime's merged profile. Rows are looked up by ``cbrt(M*N*K)`` (``upto``) and, where a
-    row has ``m_upto``, by ``M`` too: the first row with ``upto >= cbrt(M*N*K)`` and ``m_upto >= M``.
-    """
-    dtype = np.dtype(dtype)
-    g = profile.get("gemm", {}) if profile is not None else {}
-    local = int(g.get("local", 0))
-    size = float(max(M, 1) * max(N, 1) * max(K, 1)) ** (1.0 / 3.0)
-    halve = False
-    table = None
-    if dtype == np.float64:
-        table = g.get("sizes_f64")
-        if not table:
-            halve = True
-    if not table:
-        table = g.get("sizes") or [{}]
-    base = _DEFAULT_LOCAL if local else _DEFAULT_REG
-    cfg = dict(base)
-    cfg.update(_row_for(table, size, M))
-    cfg.pop("upto", None)
-    cfg.pop("m_upto", None)
-    cfg["local"] = local
-    if halve and not local:
-        cfg["vw"] = max(1, int(cfg["vw"]) // 2)
-    return cfg
 
 
 def _check_desc(name, d):
@@ -172,25 +88,28 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32, E
         alpha, beta: scalars. When ``beta == 0`` C is not read (NaN or Inf in C do not propagate), as
             in BLAS and ``torch.addmm``.
         batch: number of independent products.
-        dtype: numpy dtype of all three operands: float32, float64 (device needs fp64), or float16
-            (read and written with ``vload_half``/``vstore_half_rte``, accumulated in float32).
+        dtype: numpy dtype of all three operands: float32, float64 (device needs fp64), float16 (read and written
+            with ``vload_half``/``vstore_half_rte``) or bfloat16 (``ml_dtypes.bfloat16``, 16-bit patterns
+            widened exactly and rounded to nearest even on store); both 16-bit types accumulate in float32.
         E: optional epilogue operand, a descriptor like A's (``M x N`` per batch entry; strides may be 0, so a
             bias row broadcasts with ``row_stride = 0``), added after the rest is rounded to C's type: the
             stored value equals the GEMM's followed by a separate elementwise ``C + E``. float32 and float64
             only; E may be read-only shared with A or B but must not overlap C.
 
-    Returns nothing and does not wait: the work is queued in order on ``rt.queue``. Temporary panel
-    buffers come from ``rt.alloc`` and go back to the pool once queued (safe on the in-order queue).
+    Returns nothing and does not wait: the work is queued in order on ``rt.queue``. Temporary buffers (packed
+    panels, split-K partial sums) come from ``rt.alloc`` and go back to the pool once queued (safe on the
+    in-order queue).
 
-    Raises GemmError on negative sizes, a malformed descriptor or an unsupported dtype (float16 with E).
+    Raises GemmError on negative sizes, a malformed descriptor, an unsupported dtype (or E with a 16-bit dtype),
+    or a device profile row from which no kernel can be made.
     """
     try:
         a_buf, a_off, a_rs, a_cs, a_bs = A
         b_buf, b_off, b_rs, b_cs, b_bs = B
         c_buf, c_off, c_rs, c_cs, c_bs = C
-        # offsets are not part of the key, only whether any passes 2^30
-        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs,
-               (a_off | b_off | c_off) >> 30)
+        # offsets are not part of the key, only whether any passes 2^30 and their residue mod 4 (vector alignment)
+        o = a_off | b_off | c_off
+        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs, o >> 30, o & 3)
         plan = _plans[key]
     except (KeyError, TypeError, ValueError):
         for name, d in (("A", A), ("B", B), ("C", C)):
@@ -198,246 +117,108 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32, E
         a_buf, a_off, a_rs, a_cs, a_bs = (int(x) if i else x for i, x in enumerate(A))
         b_buf, b_off, b_rs, b_cs, b_bs = (int(x) if i else x for i, x in enumerate(B))
         c_buf, c_off, c_rs, c_cs, c_bs = (int(x) if i else x for i, x in enumerate(C))
-        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs,
-               (a_off | b_off | c_off) >> 30)
+        o = a_off | b_off | c_off
+        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs, o >> 30, o & 3)
         plan = _plans.get(key)
         if plan is None:
             plan = _make_plan(rt, np.dtype(dtype), M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
-                              (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs))
+                              (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs), o & 3)
             _plans[key] = plan
     if E is not None:
         _check_desc("E", E)
-        if np.dtype(dtype) == np.float16:
-            raise GemmError("gemm: the epilogue operand E supports float32 and float64, not float16")
+        if _DTYPES.get(np.dtype(dtype), ("",))[0] in ("half", "bf16"):
+            raise GemmError(f"gemm: the epilogue operand E supports float32 and float64, not {np.dtype(dtype)}")
         if min(int(x) for x in E[1:]) < 0:
             raise GemmError(f"gemm: operand E has a negative offset or stride: {tuple(E[1:])}")
         E = (E[0], *(int(x) for x in E[1:]))
     plan.run(a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta, E)
 
 
-def epilogue_kernel(rt, params):
-    """The ``gemm_main`` kernel of ``params`` (a main kernel's template values) with the ``E`` epilogue
-    (``c_epi = 1``; arguments: the main kernel's, then ``E, e_off, e_rs, e_cs, e_bs``)."""
-    if params.get("dt") == "half":
-        raise GemmError("gemm: the epilogue operand E supports float32 and float64, not float16")
-    it = _I64 if params["idx"] == "long" else _I32
-    scal = np.float64 if params["acc"] == "double" else np.float32
-    if params["use_local"]:
-        types = [None, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32, _I32, _I32, scal, scal]
-    else:
-        types = [None, it, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32,
-                 _I32, _I32, _I32, scal, scal]
-    p = dict(params)
-    p["c_epi"] = 1
-    return rt.kernel(_TEMPLATE, "gemm_main", types + [None, it, it, it, it], **p)
+class _Noop:
+    """The plan of an empty product (M, N or batch 0): nothing to queue."""
+    params = None
 
-
-def _e_args(self, E):
-    """The main kernel to launch and the extra arguments for epilogue ``E`` (None: the plain kernel)."""
-    if E is None:
-        return self.main[0], ()
-    k = self.__dict__.get("_epi_kernel")
-    if k is None:
-        k = self._epi_kernel = epilogue_kernel(self.rt, self.params)
-    return k, E
-
-
-def _make_plan(rt, dt, M, N, K, batch, a, b, c):
-    """A plan for the product, or for its transpose ``C^T = B^T A^T`` when that reads better.
-
-    The register-blocked kernel wants B with unit column stride (read in place) or packs B. When A has
-    fewer rows than one tile and B is stored transposed (unit row stride: the weight of a linear
-    layer, ``x @ W.T`` with a small batch), packing B would copy the big operand to multiply it once;
-    the transposed product reads it in place as its A operand instead and packs only the small one.
-    """
-    if dt in _DTYPES and M > 0 and N > 0 and batch > 0:
-        cfg = choose_config(rt.profile, dt, M, N, K)
-        if not cfg["local"] and M < int(cfg["mr"]) and b[1] == 1 and b[2] != 1 and N > M:
-            inner = _Plan(rt, dt, N, M, K, batch, (b[0], b[2], b[1], b[3]), (a[0], a[2], a[1], a[3]),
-                          (c[0], c[2], c[1], c[3]))
-            return _Swapped(inner)
-    return _Plan(rt, dt, M, N, K, batch, a, b, c)
-
-
-class _Swapped:
-    """Runs a plan made for ``C^T = B^T A^T`` with the operands' roles exchanged."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.params = inner.params
-        self.main = inner.main
-        self.pack_a = getattr(inner, "pack_b", None)     # the roles of A and B are exchanged
-        self.pack_b = getattr(inner, "pack_a", None)
-
-    def run(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta, E=None):
-        if E is not None:
-            E = (E[0], E[1], E[3], E[2], E[4])      # E^T, as C^T
-        self.inner.run(b_buf, b_off, a_buf, a_off, c_buf, c_off, alpha, beta, E)
-
-
-class _Plan:
-    """Kernels, launch geometry and temporary-buffer sizes for one shape/stride signature."""
-
-    def __init__(self, rt, dt, M, N, K, batch, a, b, c):
-        if dt not in _DTYPES:
-            raise GemmError(f"gemm: unsupported dtype {dt}; expected float32, float64 or float16")
-        for n, v in (("M", M), ("N", N), ("K", K), ("batch", batch)):
-            if int(v) != v or v < 0:
-                raise GemmError(f"gemm: {n} must be a non-negative integer, got {v!r}")
-        for name, d in (("A", a), ("B", b), ("C", c)):
-            if min(d) < 0:
-                raise GemmError(f"gemm: operand {name} has a negative offset or stride: {d}")
-        self.rt = rt
-        self.noop = M == 0 or N == 0 or batch == 0
-        if self.noop:
-            return
-        dts, acc = _DTYPES[dt]
-        self.launch_list = []
-        cfg = choose_config(rt.profile, dt, M, N, K)
-        self.cfg = cfg
-        asize = np.dtype(np.float64 if acc == "double" else np.float32).itemsize
-        a_off, a_rs, a_cs, a_bs = a
-        b_off, b_rs, b_cs, b_bs = b
-        c_off, c_rs, c_cs, c_bs = c
-        # plans are shared by calls whose offsets differ (all below 2^30, or the key says otherwise)
-        off = 2 ** 30 if max(a_off, b_off, c_off) < 2 ** 30 else _INT_MAX
-        big = max(_extent(off, batch, a_bs, M, a_rs, K, a_cs), _extent(off, batch, b_bs, K, b_rs, N, b_cs),
-                  _extent(off, batch, c_bs, M, c_rs, N, c_cs)) > _INT_MAX
-        scal = np.float64 if acc == "double" else np.float32
-        self.scal = scal
-        if cfg["local"]:
-            self._init_local(rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal)
-        else:
-            self._init_reg(rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal)
-
-    # ----------------------------------------------------------------- register-blocked (CPU)
-    def _init_reg(self, rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal):
-        a_off, a_rs, a_cs, a_bs = a
-        b_off, b_rs, b_cs, b_bs = b
-        c_off, c_rs, c_cs, c_bs = c
-        mr = int(cfg["mr"])
-        vw = int(cfg["vw"])
-        nv = int(cfg["nv"])
-        if vw not in (1, 2, 4, 8, 16) or nv < 1 or mr < 1:
-            raise GemmError(f"gemm: bad profile row {cfg}: vw must be 1, 2, 4, 8 or 16, nv and mr positive")
-        if M < mr:                                # short C: fewer rows per work-item (few distinct programs)
-            mr = M if M <= 2 else min(4, mr) if M <= 4 else mr
-        while nv > 1 and (nv - 1) * vw >= N:      # narrow C: fewer vectors per row
-            nv -= 1
-        nr = nv * vw
-        kc = int(cfg.get("kc", 0))
-        tm = max(1, int(cfg.get("tm", 1))) if kc else 0
-        if kc and K <= kc and tm == 1:
-            kc = tm = 0                           # one block of one tile: the plain kernel
-        pack_a = cfg["a_mode"] == "packed" and K > 0
-        b_mode = cfg["b_mode"]
-        direct_ok = b_cs == 1 and N >= nr          # vector accesses need only element alignment
-        pack_b = K > 0 and (b_mode == "packed" or not direct_ok)
-        Mp, Np = _cdiv(M, mr), _cdiv(N, nr)
-        ap_bs = Mp * mr * K
-        bp_bs = Np * nr * K
-        if pack_a and batch * ap_bs > _INT_MAX or pack_b and batch * bp_bs > _INT_MAX:
-            big = True
-        idx = "long" if big else "int"
-        it = _I64 if big else _I32
-        kb = int(cfg.get("pack_k", 8))
-        # float and double read packed and in-place B with the same code; half reads packed panels as
-        # float, so the mode is part of its program. Packed A has its own program (compile-time offsets).
-        same = dts == acc
-        a_mode = "packed" if pack_a else "strided"
-        b_mode = "any" if same else ("packed" if pack_b else "direct")
-        params = _params(dt=dts, acc=acc, idx=idx, use_local=0, mr=mr, nv=nv, vw=vw, a_mode=a_mode,
-                         b_mode=b_mode, ku=int(cfg.get("ku", 0)), kc=kc, tm=tm, kb=kb)
-        self.params = params
-        pl = int(cfg.get("pack_local", 16))
-        self.pack_a = self.pack_b = None      # (kernel, gsize, lsize, args after the source, temp bytes)
-        self.tmp_bytes = 0
-        pack_types = [None, it, it, it, it, _I32, _I32, None, it]
-        nkb = _cdiv(K, kb)
-
-        def pack_geometry(contig, panels):
-            if contig == "lane":                  # dim 0 runs over panels (see the template)
-                l0 = max(1, min(pl, panels))
-                return (_round_up(panels, l0), nkb, batch), (l0, 1, 1)
-            l0 = max(1, min(pl, nkb))
-            return (_round_up(nkb, l0), panels, batch), (l0, 1, 1)
-
-        if pack_a:
-            ct = _contig(a_rs, a_cs)
-            k = rt.kernel(_TEMPLATE, "gemm_pack_a_" + (ct or "any"), pack_types, **params)
-            self.pack_a = (k, *pack_geometry(ct, Mp), (a_rs, a_cs, a_bs, M, K), batch * ap_bs * asize)
-            self.tmp_bytes += batch * ap_bs * asize
-        if pack_b:
-            ct = _contig(b_cs, b_rs)
-            k = rt.kernel(_TEMPLATE, "gemm_pack_b_" + (ct or "any"), pack_types, **params)
-            self.pack_b = (k, *pack_geometry(ct, Np), (b_cs, b_rs, b_bs, N, K), batch * bp_bs * asize)
-            self.tmp_bytes += batch * bp_bs * asize
-        km = rt.kernel(_TEMPLATE, "gemm_main",
-                       [None, it, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32,
-                        _I32, _I32, _I32, scal, scal], **params)
-        # flags: bit 0 vector stores of C; bit 1 B in place with its last panel shifted to end at column N
-        flags = int(vw > 1 and c_cs == 1) | (2 if not pack_b and N % nr else 0)
-        # dim 0 of the launch: row panels (kc == 0) or column panels (kc > 0); dim 1 the other one
-        n0, n1 = (Mp, Np) if not kc else (Np, _cdiv(Mp, tm))
-        lx = max(1, min(int(cfg["lx"]), n0))
-        ly = max(1, min(int(cfg["ly"]), n1))
-        self.main = (km, (_round_up(n0, lx), _round_up(n1, ly), batch), (lx, ly, 1))
-        # (row stride, k stride, batch stride, panel stride) as the kernel reads each operand
-        self.a_strides = (1, mr, ap_bs, K * mr) if pack_a else (a_rs, a_cs, a_bs, mr * a_rs)
-        self.b_strides = (nr, bp_bs, K * nr) if pack_b else (b_rs, b_bs, nr)
-        self.c_rest = (c_rs, c_cs, c_bs, flags, M, N, K)
-        self.ap_bs, self.bp_bs = ap_bs, bp_bs
-        self.run = self._run_reg
-
-    _e_args = _e_args
-
-    def _run_reg(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta, E=None):
-        rt = self.rt
-        launch = rt.launch      # the runtime's lock keeps another thread from swapping a kernel's arguments
-        if self.pack_a is not None:
-            k, gs, ls, rest, nbytes = self.pack_a
-            tmp = rt.alloc(nbytes)
-            launch(k, gs, ls, a_buf, a_off, *rest, tmp, self.ap_bs)
-            a_buf, a_off = tmp, 0
-        if self.pack_b is not None:
-            k, gs, ls, rest, nbytes = self.pack_b
-            tmp = rt.alloc(nbytes)
-            launch(k, gs, ls, b_buf, b_off, *rest, tmp, self.bp_bs)
-            b_buf, b_off = tmp, 0
-        _, gs, ls = self.main
-        km, extra = self._e_args(E)
-        launch(km, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides, c_buf, c_off, *self.c_rest,
-               alpha, beta, *extra)
-        if self.tmp_bytes:
-            # the temporaries return to the pool when their last reference goes; the in-order queue runs
-            # whatever reuses them after this GEMM
-            rt.release(self.tmp_bytes)
-
-    # ----------------------------------------------------------------- local-memory tiles (GPU)
-    def _init_local(self, rt, cfg, dts, acc, asize, M, N, K, batch, a, b, c, big, scal):
-        lx, ly, mr, nr, tk = (int(cfg[k]) for k in ("lx", "ly", "mr", "nr", "tk"))
-        lmem = getattr(rt.info, "local_mem", 0) or 32768
-        while tk > 1 and tk * (ly * mr + 1 + lx * nr + 1) * asize > lmem:
-            tk //= 2
-        idx = "long" if big else "int"
-        it = _I64 if big else _I32
-        params = _params(dt=dts, acc=acc, idx=idx, use_local=1, lx=lx, ly=ly, mr=mr, nr=nr, tk=tk,
-                         a_kfast=int(a[2] == 1), b_kfast=int(b[1] == 1))
-        self.params = params
-        km = rt.kernel(_TEMPLATE, "gemm_main",
-                       [None, it, it, it, it, None, it, it, it, it, None, it, it, it, it, _I32, _I32, _I32,
-                        scal, scal], **params)
-        gs = (_cdiv(N, lx * nr) * lx, _cdiv(M, ly * mr) * ly, batch)
-        self.main = (km, gs, (lx, ly, 1))
-        self.a_strides, self.b_strides, self.c_strides = a[1:], b[1:], c[1:]
-        self.mnk = (M, N, K)
-        self.run = self._run_local
-
-    def _run_local(self, a_buf, a_off, b_buf, b_off, c_buf, c_off, alpha, beta, E=None):
-        _, gs, ls = self.main
-        km, extra = self._e_args(E)
-        self.rt.launch(km, gs, ls, a_buf, a_off, *self.a_strides, b_buf, b_off, *self.b_strides,
-           c_buf, c_off, *self.c_strides, *self.mnk, alpha, beta, *extra)
-
-    def run(self, *args):        # replaced per instance; a no-op plan does nothing
+    def run(self, *args):
         return None
+
+    def describe(self):
+        return {"design": "none"}
+
+
+def _make_plan(rt, dt, M, N, K, batch, a, b, c, off_mod):
+    if dt not in _DTYPES:
+        raise GemmError(f"gemm: unsupported dtype {dt}; expected float32, float64, float16 or bfloat16")
+    for n, v in (("M", M), ("N", N), ("K", K), ("batch", batch)):
+        if int(v) != v or v < 0:
+            raise GemmError(f"gemm: {n} must be a non-negative integer, got {v!r}")
+    for name, d in (("A", a), ("B", b), ("C", c)):
+        if min(d) < 0:
+            raise GemmError(f"gemm: operand {name} has a negative offset or stride: {d}")
+    if M == 0 or N == 0 or batch == 0:
+        return _Noop()
+    # plans are shared by calls whose offsets differ (all below 2^30, or the key says otherwise)
+    off = 2 ** 30 if max(a[0], b[0], c[0]) < 2 ** 30 else _INT_MAX
+    big = max(_extent(off, batch, a[3], M, a[1], K, a[2]), _extent(off, batch, b[3], K, b[1], N, b[2]),
+              _extent(off, batch, c[3], M, c[1], N, c[2])) > _INT_MAX
+    types = _DTYPES[dt]
+    if design(rt.profile) == "gpu":
+        return gpu.make_plan(rt, dt, types, M, N, K, batch, a, b, c, big, off_mod, GemmError)
+    return cpu.make_plan(rt, dt, types, M, N, K, batch, a, b, c, big, GemmError)
+
+
+def describe(rt, M, N, K, batch=1, dtype=np.float32):
+    """The choices of a plan :func:`gemm` made on ``rt`` for this shape (a dict: the design and its tile, for
+    benchmarks and reports), or None when no such plan was made yet."""
+    dt = np.dtype(dtype)
+    for k, p in _plans.items():
+        if k[0] is rt and np.dtype(k[1]) == dt and k[2:6] == (M, N, K, batch):
+            return p.describe()
+    return None
+
+
+# ------------------------------------------------------------------------------------- capture's epilogue fusion
+# The kernel of each design that stores C, and where its arguments sit: (template, kernel, params test) ->
+# (C buffer position, M position, alpha position, A and B buffer positions).
+_WRITERS = {
+    ("gemm.cl.mako", "gemm_main"): (11, 17, 20, (0, 6)),
+    ("gemm_gpu.cl.mako", "gemm_tile"): (10, 16, 20, (0, 5)),
+    ("gemm_gpu.cl.mako", "gemm_splitk_sum"): (3, 8, 11, (0,)),
+}
+
+
+def launch_info(k, gsize, args):
+    """What a recorded launch of kernel ``k`` over ``gsize`` with ``args`` does, when it is the launch of a GEMM
+    that stores C (``cltorch._capture`` fuses it with an add that follows), else None: a dict with ``params``
+    (the template values), ``batch``, ``reads`` (the buffers it reads besides C), ``c`` ((buffer, offset, row
+    stride, col stride, batch stride)), ``M``, ``N``, ``alpha``, ``beta`` and ``c_pos`` (C's argument index)."""
+    src = getattr(k, "_cltorch_src", None)
+    if src is None:
+        return None
+    where = _WRITERS.get((src[0], src[1]))
+    p = src[2]
+    if where is None or p.get("c_epi") or p.get("split"):
+        return None
+    ci, mi, ai, reads = where
+    if len(args) != ai + 2:
+        return None
+    M, N = args[mi], args[mi + 1]
+    if src[1] == "gemm_main":
+        batch = gsize[2] if len(gsize) > 2 else 1
+    elif src[1] == "gemm_tile":
+        tiles = -(-M // p["bm"]) * -(-N // p["bn"])
+        batch = gsize[0] // (p["bm"] // p["tm"] * (p["bn"] // p["tn"])) // tiles
+    else:
+        batch = args[10] // (M * N)
+    c = tuple(args[ci:ci + 5])
+    return {"params": p, "batch": batch, "reads": tuple(args[i] for i in reads), "c": c, "M": M, "N": N,
+            "alpha": args[ai], "beta": args[ai + 1], "c_pos": ci}
+
+
+def epilogue_kernel(rt, k):
+    """Kernel ``k`` (a GEMM kernel that stores C: see :func:`launch_info`) built with the ``E`` epilogue
+    (``c_epi = 1``), taking ``E, e_off, e_rs, e_cs, e_bs`` after its own arguments."""
+    template, name, params, arg_types, options = k._cltorch_src
+    if params.get("dt") in ("half", "bf16"):
+        raise GemmError("gemm: the epilogue operand E supports float32 and float64, not 16-bit types")
+    it = np.int64 if params["idx"] == "long" else np.int32
+    return rt.kernel(template, name, list(arg_types) + [None, it, it, it, it], options, **dict(params, c_epi=1))
