@@ -160,20 +160,17 @@ class Graph:
         cl = self._cl
         enq = cl.enqueue_nd_range_kernel
         for rt in self.runtimes:
+            if rt._lost is not None:     # a lost context (backend/faults.py): no driver call
+                raise rt.dead_error()
+        for rt in self.runtimes:
             rt.lock.acquire()
         try:
-            for op in self._ops:
-                kind = op[0]
-                if kind == 0:
-                    enq(op[1], op[2], op[3], op[4])
-                elif kind == 1:
-                    op[2](op[1], op[3], op[4], *op[5])
-                elif kind == 2:
-                    cl.enqueue_copy(op[1], op[2], op[3], **op[4])
-                elif kind == 3:
-                    cl.enqueue_fill_buffer(op[1], op[2], op[3], op[4], op[5])
-                else:
-                    cl.enqueue_copy(op[1], op[2], op[3], is_blocking=False, **op[4])
+            try:
+                self._enqueue(cl, enq)
+            except cl.Error as e:        # a lost context raises AcceleratorError instead of the driver's error
+                for rt in self.runtimes:
+                    rt.raise_if_lost(e)
+                raise
             for rt in self.runtimes:
                 rt.pending = True
         finally:
@@ -181,4 +178,18 @@ class Graph:
                 rt.lock.release()
         for rt, check, key in self.trace.checks:
             rt.defer_check(check, key)
+
+    def _enqueue(self, cl, enq):
+        for op in self._ops:
+            kind = op[0]
+            if kind == 0:
+                enq(op[1], op[2], op[3], op[4])
+            elif kind == 1:
+                op[2](op[1], op[3], op[4], *op[5])
+            elif kind == 2:
+                cl.enqueue_copy(op[1], op[2], op[3], **op[4])
+            elif kind == 3:
+                cl.enqueue_fill_buffer(op[1], op[2], op[3], op[4], op[5])
+            else:
+                cl.enqueue_copy(op[1], op[2], op[3], is_blocking=False, **op[4])
 
