@@ -179,12 +179,14 @@ def _call(op, args, kw):
 # cl_khr_fp16; "bf16": bfloat16 only (their kernels read and write half themselves with vload_half /
 # vstore_half_rte; mm is not listed: the GEMM reads and writes bfloat16 too, accumulating in float32);
 # "any16": bfloat16 and float16 on every device (the recurrent kernels have no half variant).
+# (scaled_dot_product_flash_attention is not listed: its GPU design reads and writes float16 and bfloat16 itself,
+# and its CPU design is never called with them: ops/attention/plan.py sends them to the math path.)
 # Such an op runs on float32 copies (differentiable casts) and its floating outputs are rounded back to the 16-bit
 # dtype: float32 accumulation, 16-bit in and out, as PyTorch computes half and bfloat16 on CPUs.
 WIDEN = {n: "all" for n in (
     "sum", "mean", "prod", "amax", "amin", "max_dim", "min_dim", "cumsum", "cumprod", "cummax", "cummin",
     "softmax", "cross_entropy", "cross_entropy_prob",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "scaled_dot_product_flash_attention",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "linalg_vector_norm", "sort",
     "avg_pool2d", "avg_pool2d_backward")}
 # the norms too: their half path mixes float16 input with float32 weights wrongly (batch_norm under autocast on
