@@ -187,3 +187,33 @@ def test_message_marks_a_kernel_whose_event_failed():
     msg = faults.lost_message(Rt(), _refusal("clFinish"))
     assert "kernel 'red' (reduce.cl.mako), global size (4096,), local size (256,)  [the driver reports it failed: " \
            "status -5]" in msg, msg
+
+
+# Files that may call pyopencl's driver functions directly: the runtime and its helpers, program builds (called by
+# Runtime.program, which reports a lost context), the device listing, and the capture package (its wrappers record
+# the copies Runtime.copy/fill make; a replay reports a lost context itself).
+DRIVER_CALLERS = {
+    "cltorch/backend/runtime.py", "cltorch/backend/faults.py", "cltorch/backend/program.py",
+    "cltorch/backend/devices.py",
+    # a probe that enqueues outside Runtime.launch on purpose (no capture may record it); its copies and finish
+    # should still go through Runtime.driver so that a probe which kills the context is reported as such
+    "cltorch/ops/reduction/exchange.py",
+}
+
+
+def test_driver_calls_go_through_the_runtime():
+    """A copy, fill, map, buffer or finish made beside the runtime would meet a lost context with the driver's bare
+    OUT_OF_RESOURCES instead of AcceleratorError: ops use Runtime.copy/fill/finish/driver."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    pat = re.compile(r"cl\.enqueue_\w+\(|cl\.Buffer\(|\.queue\.finish\(\)|cl\.Kernel\(|cl\.Program\(")
+    bad = []
+    for path in (root / "cltorch").rglob("*.py"):
+        rel = path.relative_to(root).as_posix()
+        if rel in DRIVER_CALLERS or rel.startswith("cltorch/_capture/"):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if pat.search(line.split("#")[0]):
+                bad.append(f"{rel}:{n}: {line.strip()}")
+    assert not bad, bad

@@ -17,9 +17,8 @@ def _zero_buffer(rt):
     """A 16-byte zero buffer on rt: out-of-range taps of the direct kernels read it."""
     buf = _zero.get(rt.index)
     if buf is None:
-        import pyopencl as cl
         buf = rt.alloc(16)
-        cl.enqueue_copy(rt.queue, buf, np.zeros(2, np.float64), is_blocking=True)
+        rt.copy(buf, np.zeros(2, np.float64), is_blocking=True)
         _zero[rt.index] = buf
     return buf
 

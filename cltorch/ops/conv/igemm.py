@@ -271,9 +271,8 @@ def _tap_table(rt, geom, transposed):
         tab[f, 0] = len(rows)
         if rows:
             tab[f, 1:1 + 4 * len(rows)] = np.asarray(rows, np.int32).ravel()
-    import pyopencl as cl
     buf = rt.alloc(tab.nbytes)
-    cl.enqueue_copy(rt.queue, buf, tab, is_blocking=True)
+    rt.copy(buf, tab, is_blocking=True)
     if len(_tables) > 256:
         _tables.clear()
     _tables[key] = buf
