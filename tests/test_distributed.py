@@ -4,7 +4,6 @@ The rank programs are in tests/_dist_worker.py; each checks its results against 
 and prints "OK <rank>". Here: the job's exit status, those lines, and for the failure modes the error text and
 the time the job took."""
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -16,14 +15,12 @@ import pytest
 
 import cltorch
 import cltorch.distributed as dist
+from cltorch.distributed import mpiexec
 
 pytest.importorskip("mpi4py")
 HERE = Path(__file__).resolve().parent
 WORKER = str(HERE / "_dist_worker.py")
-MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-if not os.path.exists(MPIEXEC):
-    MPIEXEC = shutil.which("mpiexec")
-pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install mpich)")
+pytestmark = pytest.mark.skipif(mpiexec.find() is None, reason="no mpiexec (pip install mpich)")
 
 
 def run(n, *args, launcher=False, env=None, timeout=240, launcher_args=()):
@@ -36,7 +33,7 @@ def run(n, *args, launcher=False, env=None, timeout=240, launcher_args=()):
         cmd = [sys.executable, "-m", "cltorch.distributed.run", "--nproc-per-node", str(n), *launcher_args, WORKER,
                *args]
     else:
-        cmd = [MPIEXEC, "-n", str(n), sys.executable, WORKER, *args]
+        cmd = mpiexec.command() + ["-n", str(n), sys.executable, WORKER, *args]
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, cwd=str(HERE.parent))
     return p.returncode, p.stdout + p.stderr, time.monotonic() - t0
@@ -179,7 +176,33 @@ def test_launcher_command_line():
                                 "train.py", "--lr", "0.1"])
     cmd = launcher.build_command(args, "/tmp/x")
     s = " ".join(cmd)
-    assert s.count(" : ") == 1 and "-env RANK 1" in s and "-env LOCAL_RANK 0" in s
-    assert "-env CLTORCH_DEVICE cl:1" in s and "-env MASTER_PORT 1234" in s and s.endswith("train.py --lr 0.1")
+    assert cmd[:len(mpiexec.command())] == mpiexec.command()
+
+    def env(k, v):
+        return " ".join(mpiexec.rank_env(cmd[0], {k: v}))
+    assert s.count(" : ") == 1 and env("RANK", 1) in s and env("LOCAL_RANK", 0) in s
+    assert env("CLTORCH_DEVICE", "cl:1") in s and env("MASTER_PORT", 1234) in s and s.endswith("train.py --lr 0.1")
     with pytest.raises(SystemExit):
         launcher.parse_args(["--nnodes", "2", "train.py"])
+
+
+def test_mpiexec_flags_follow_the_implementation(tmp_path):
+    """Open MPI (``--version``: "mpiexec (OpenRTE) 4.1.4" / "(Open MPI) 5.0.3") gets --oversubscribe and, as root,
+    --allow-run-as-root, and -x NAME=VALUE per rank; Hydra (MPICH, Intel MPI) none of the flags and -env."""
+    for text, impl in (("mpiexec (OpenRTE) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/",
+                        "openmpi"), ("mpiexec (Open MPI) 5.0.3", "openmpi"),
+                       ("HYDRA build details:\n    Version:   4.2.0", "hydra")):
+        fake = tmp_path / f"mpiexec-{len(text)}"
+        fake.write_text(f"#!/bin/sh\ncat <<'END'\n{text}\nEND\n")
+        fake.chmod(0o755)
+        assert mpiexec.implementation(str(fake)) == impl
+        cmd = mpiexec.command(str(fake))
+        root = os.geteuid() == 0
+        assert cmd == [str(fake)] + ((["--allow-run-as-root"] if root else []) + ["--oversubscribe"]
+                                     if impl == "openmpi" else [])
+        assert mpiexec.rank_env(str(fake), {"RANK": 1}) == (["-x", "RANK=1"] if impl == "openmpi"
+                                                           else ["-env", "RANK", "1"])
+    line = "mpiexec noticed that process rank 1 with PID 4242 on node vm exited on signal 9 (Killed)."
+    assert mpiexec.reported_death(line) == (1, 4242)
+    assert mpiexec.reported_death("=   PID 4242 RUNNING AT vm") == (None, 4242)
+    assert mpiexec.reported_death("OK 1") is None

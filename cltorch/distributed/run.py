@@ -18,10 +18,11 @@ torchrun flags accepted: ``--nnodes`` (1 only: for several hosts, run ``mpiexec`
 ``--start-method``, ``--role``, ``--log-dir``, ``-r/--redirects``, ``-t/--tee`` (not provided unless 0),
 ``--local-addr``, ``-m/--module``, ``--no-python``, ``--run-path``. cltorch's own: ``--devices``,
 ``--mpiexec`` (the launcher binary; default the one next to this Python, then PATH), ``--mpiexec-args``.
+What differs between MPI implementations (Open MPI's root and oversubscription flags, the per-rank environment
+flag, how a dead rank is reported) is in ``mpiexec.py``.
 """
 import argparse
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -29,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+
+from . import mpiexec as _mpiexec
 
 __all__ = ["main", "build_command", "parse_args"]
 
@@ -87,18 +90,6 @@ def parse_args(argv):
     return args
 
 
-def _find_mpiexec(given):
-    if given:
-        return given
-    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    if os.path.exists(here):
-        return here
-    found = shutil.which("mpiexec") or shutil.which("mpirun")
-    if not found:
-        raise SystemExit("cltorch.distributed.run: no mpiexec found: pip install mpich (or mpi4py with your MPI)")
-    return found
-
-
 def build_command(args, rundir):
     """The mpiexec command line: one MPMD section per rank with its environment."""
     n = args.nproc_per_node
@@ -110,7 +101,12 @@ def build_command(args, rundir):
         cmd = [sys.executable, "-u", args.training_script]
     cmd += list(args.training_script_args)
     devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else []
-    out = [_find_mpiexec(args.mpiexec)] + shlex.split(args.mpiexec_args)
+    try:
+        out = _mpiexec.command(args.mpiexec)
+    except RuntimeError as e:
+        raise SystemExit(f"cltorch.distributed.run: {e}") from None
+    launcher = out[0]
+    out += shlex.split(args.mpiexec_args)
     port = args.master_port
     addr = args.master_addr
     if args.rdzv_endpoint:
@@ -125,21 +121,15 @@ def build_command(args, rundir):
             env["CLTORCH_DEVICE"] = devices[r % len(devices)]
         if r:
             out.append(":")
-        out += ["-n", "1"]
-        for k, v in env.items():
-            out += ["-env", k, str(v)]
-        out += cmd
+        out += ["-n", "1"] + _mpiexec.rank_env(launcher, env) + cmd
     return out
-
-
-_HYDRA_PID = re.compile(r"PID (\d+) RUNNING AT")
 
 
 def _pump(src, dst, seen):
     for line in iter(src.readline, b""):
-        m = _HYDRA_PID.search(line.decode(errors="replace"))
-        if m and "pid" not in seen:
-            seen["pid"] = int(m.group(1))
+        death = _mpiexec.reported_death(line.decode(errors="replace"))
+        if death and "death" not in seen:
+            seen["death"] = death
         dst.write(line)
         dst.flush()
 
@@ -160,9 +150,9 @@ def diagnose(rundir, n, rc, seen):
             sig = f" (signal {s}, {signal.Signals(s).name})"
         except ValueError:
             sig = f" (status {rc})"
-    dead_pid = seen.get("pid")
+    dead_rank, dead_pid = seen.get("death", (None, None))
     for r, p in pids.items():
-        if dead_pid is not None and p == str(dead_pid):
+        if (dead_pid is not None and p == str(dead_pid)) or (dead_pid is None and r == dead_rank):
             return (f"cltorch.distributed.run: rank {r} (local rank {r}, pid {p}) ended abnormally{sig}; mpiexec "
                     "stopped the other ranks")
     if errors:
