@@ -149,6 +149,21 @@ def gemm():
     finally:
         prof["gemm"] = g
         _gemm.clear_cache()
+    if _gemm.design(prof) == "gpu":       # split-K: K slices summed in slice order by a second kernel
+        try:
+            prof["gemm"] = dict(g, groups_per_cu=64, split_k=4, split_k_min=8)
+            _gemm.clear_cache()
+            M, N, K = (9, 7, 40) if TINY else (37, 29, 300)
+            a, b = arr(M, K), arr(K, N)
+            ref = T(a.astype(np.float64)) @ T(b.astype(np.float64))
+            close(f"mm split-K {M}x{N}x{K}", C(a) @ C(b), ref, 1e-4, 1e-4)
+            close(f"mm split-K A^T {M}x{N}x{K}", C(a.T.copy()).t() @ C(b), ref, 1e-4, 1e-4)
+        finally:
+            prof["gemm"] = g
+            _gemm.clear_cache()
+    for cd, td in ((ct.float16, torch.float16), (ct.bfloat16, torch.bfloat16)):    # 16-bit storage, float sums
+        a, b = arr(7, 13), arr(13, 9)
+        close(f"mm {td}", (C(a).to(cd) @ C(b).to(cd)).float(), (T(a).to(td) @ T(b).to(td)).float(), 1e-2, 1e-2)
     a, b = arr(3, 11, 6), arr(3, 6, 13)
     close("bmm", ct.bmm(C(a), C(b)), torch.bmm(T(a), T(b)), 1e-4, 1e-5)
     a64, b64 = arr(19, 23, dtype=np.float64), arr(23, 17, dtype=np.float64)
