@@ -260,3 +260,50 @@ def test_forward_and_input_gradient_bits_do_not_depend_on_path_or_blocking(devic
     monkeypatch.setattr(rt.profile, "get_value", other)
     y2, gx2 = run(False)
     assert y2.tobytes() == y0.tobytes() and gx2.tobytes() == gx0.tobytes()
+
+
+TILE_CASES = [
+    # nd, n, c, spatial, mult, ks, stride, padding, dilation
+    (2, 2, 4, (9, 13), 1, (3, 3), 1, 1, 1),
+    (2, 3, 5, (10, 11), 1, (3, 3), 2, 1, 1),
+    (2, 1, 6, (11, 9), 3, (5, 3), (2, 1), (2, 0), 1),
+    (2, 2, 3, (7, 7), 2, (2, 4), (1, 3), (1, 2), (2, 1)),
+    (2, 1, 2, (40, 70), 1, (3, 3), 1, 1, 1),            # several tiles in both directions
+    (1, 3, 4, (29,), 2, (3,), 2, 1, 1),
+    (3, 2, 3, (5, 6, 7), 1, (3, 3, 3), (1, 2, 1), 1, 1),
+]
+
+
+@pytest.mark.parametrize("case", TILE_CASES, ids=lambda c: f"{c[0]}d_" + "x".join(map(str, c[3])) + f"_m{c[4]}")
+def test_gpu_tile_design_gives_the_same_bits(device, monkeypatch, case):
+    """The GPU design (``[conv] dw_design = "tile"``, ops/conv/depthwise_tile.py: patches staged in local memory)
+    runs forward, input and weight gradient here and gives the bits of the row kernels (the same terms in the same
+    order), which the tests above hold to torch."""
+    from cltorch.ops.conv import depthwise_tile as DT
+    nd, n, c, sp, mult, ks, stride, padding, dilation = case
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((n, c) + sp).astype(np.float32)
+    w = rng.standard_normal((c * mult, 1) + ks).astype(np.float32)
+    b = rng.standard_normal(c * mult).astype(np.float32)
+    rt = torch.empty(1, device=device)._runtime()
+    orig = rt.profile.get_value
+    ran = []
+
+    def spy(name, fn):
+        def call(*a):
+            r = fn(*a)
+            ran.append((name, r is not None and r is not False))      # None / False: the tile did not fit
+            return r
+        return call
+    for name in ("forward", "transposed", "wgrad_part"):
+        monkeypatch.setattr(DT, name, spy(name, getattr(DT, name)))
+    outs = []
+    for design in ("", "tile"):
+        monkeypatch.setattr(rt.profile, "get_value",
+                            lambda s, k, d=None, _v=design: _v if (s, k) == ("conv", "dw_design") else orig(s, k, d))
+        cx, cw, cb = (_ct(a, device, True) for a in (x, w, b))
+        y = getattr(torch.nn.functional, f"conv{nd}d")(cx, cw, cb, stride, padding, dilation, c)
+        y.backward(_ct(np.random.default_rng(1).standard_normal(tuple(y.shape)).astype(np.float32), device))
+        outs.append([_np(t).tobytes() for t in (y, cx.grad, cw.grad, cb.grad)])
+    assert ran == [("forward", True), ("transposed", True), ("wgrad_part", True)]
+    assert outs[1] == outs[0]

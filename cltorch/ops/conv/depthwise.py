@@ -10,6 +10,9 @@ bias) gradient is a two-pass reduction whose summation order depends only on the
 terms (whole output rows) summed in order, then the block sums in chunks of 256. It is therefore the same on
 every device and work-group size (deterministic mode's cross-vendor bit-identity holds).
 
+GPU profiles choose the GPU design of ``depthwise_tile.py`` (``[conv] dw_design = "tile"``: patches staged in local
+memory), which computes the same terms in the same order, so either design gives the same bits.
+
 Profile keys (``[conv]``): ``dw_local`` (work-items per group of the one-dimensional forward and input-gradient
 launches, default 64), ``dw_mr`` (outputs along a row per work-item), ``dw_rows`` (rows per work-item, default 1),
 ``dw_wgrad_local`` (along the taps of the weight gradient, default 16) and ``depthwise_max_mult`` (the largest
@@ -20,6 +23,7 @@ import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor
+from . import depthwise_tile
 from .launch import _Tmp, _dtname, _finish, _idx_type, _span
 
 _TEMPLATE = "conv_depthwise.cl.mako"
@@ -85,6 +89,11 @@ def _local(rt, key, default, n):
     return max(1, min(int(rt.profile.get_value("conv", key, default)), n))
 
 
+def _tiled(rt):
+    """Whether the profile chooses the GPU design (``[conv] dw_design = "tile"``: ``depthwise_tile.py``)."""
+    return rt.profile.get_value("conv", "dw_design", "") == "tile"
+
+
 def _round_up(a, b):
     return -(-a // b) * b
 
@@ -104,6 +113,10 @@ def forward(x, w, b, geom):
     """y = conv(x, w) + b for a depthwise geometry: x [N, C, D, H, W], w [C*M, 1, KD, KH, KW], b [C*M] or None;
     float32 or float64 (``run.py`` computes 16-bit inputs in float32). Returns y [N, C*M, OD, OH, OW] contiguous."""
     rt = x._runtime()
+    if _tiled(rt):
+        y = depthwise_tile.forward(x, w, b, geom)
+        if y is not None:
+            return y
     N, C = x._shape[0], x._shape[1]
     CM = w._shape[0]
     y = Tensor._empty((N, CM) + geom.out_sp, x.dtype, x.device)
@@ -128,6 +141,10 @@ def transposed(u, w, b, geom):
     """z = conv_t(u, w) + b (the adjoint of :func:`forward` in x): u [N, C*M, OD, OH, OW], w [C*M, 1, KD, KH,
     KW], b [C] or None. Returns z [N, C, D, H, W] contiguous (a gather per element of z: no atomics)."""
     rt = u._runtime()
+    if _tiled(rt):
+        z = depthwise_tile.transposed(u, w, b, geom)
+        if z is not None:
+            return z
     N, CM = u._shape[0], u._shape[1]
     C = geom.G
     z = Tensor._empty((N, C) + geom.in_sp, u.dtype, u.device)
@@ -167,18 +184,19 @@ def weight_grad(x, u, geom, wshape, with_bias):
     idx = _idx_type(_span(x), _span(u), CM * T * NBLK + 1)
     tmp = _Tmp(rt)
     part = tmp(CM * T * NBLK * isz)
-    gwo = _offsets(geom, (x._stride[4] == 1 or geom.W == 1) and (u._stride[4] == 1 or geom.OW == 1), True)
-    if gwo is not None:         # a work-item per row of taps (and one for the bias)
-        kp = _kernel(rt, dt, idx, "dw_wgrad_rows", fws=geom[3], gwo=gwo)
-        nt = geom.KD * geom.KH + int(bool(with_bias))
-    else:                       # a work-item per tap
-        kp = _kernel(rt, dt, idx, "dw_wgrad_part")
-        nt = T
-    lx = _local(rt, "dw_wgrad_local", 16, nt)
-    ly = max(1, min(_local(rt, "dw_local", 64, CM) // lx, CM))
-    rt.launch(kp, (_round_up(nt, lx), _round_up(CM, ly), NBLK), (lx, ly, 1), x._storage.cl_buffer(), x._offset,
-              *x._stride, u._storage.cl_buffer(), u._offset, *u._stride, part, C, CM // C, *geom.sizes(),
-              *geom.launch_args(), T, RB, NR, NBLK)
+    if not (_tiled(rt) and depthwise_tile.wgrad_part(rt, x, u, geom, part, T, RB, NR, NBLK, dt, idx)):
+        gwo = _offsets(geom, (x._stride[4] == 1 or geom.W == 1) and (u._stride[4] == 1 or geom.OW == 1), True)
+        if gwo is not None:         # a work-item per row of taps (and one for the bias)
+            kp = _kernel(rt, dt, idx, "dw_wgrad_rows", fws=geom[3], gwo=gwo)
+            nt = geom.KD * geom.KH + int(bool(with_bias))
+        else:                       # a work-item per tap
+            kp = _kernel(rt, dt, idx, "dw_wgrad_part")
+            nt = T
+        lx = _local(rt, "dw_wgrad_local", 16, nt)
+        ly = max(1, min(_local(rt, "dw_local", 64, CM) // lx, CM))
+        rt.launch(kp, (_round_up(nt, lx), _round_up(CM, ly), NBLK), (lx, ly, 1), x._storage.cl_buffer(), x._offset,
+                  *x._stride, u._storage.cl_buffer(), u._offset, *u._stride, part, C, CM // C, *geom.sizes(),
+                  *geom.launch_args(), T, RB, NR, NBLK)
     ks = _kernel(rt, dt, idx, "dw_wgrad_sum")
     n = T * CM
     ls = _local(rt, "dw_local", 64, n)
