@@ -26,7 +26,8 @@ _warn_only = [False]
 
 # module-level caches of launch decisions made from a runtime's profile (cleared when the mode changes)
 _PLAN_CACHES = {
-    "cltorch.ops.elementwise": ("_plans", "_kernels"), "cltorch.ops.reduction": ("_plans", "_vw", "_kernels"),
+    "cltorch.ops.elementwise": ("_plans", "_kernels"), "cltorch.ops.reduction": ("_plans", "_align"),
+    "cltorch.ops.reduction.kernels": ("_kernels",),
     "cltorch.ops.gemm": ("_plans",), "cltorch.ops.attention.plan": ("_plans",),
     "cltorch.ops.softmax": ("_KERNELS",), "cltorch.ops.conv.launch": ("_kcache",),
     "cltorch.ops.conv.igemm": ("_kcache",), "cltorch.ops.pool": ("_kcache",),

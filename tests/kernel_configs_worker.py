@@ -99,6 +99,15 @@ def reduction():
     big = arr(5000 if TINY else 70001)             # two-stage: R > chunk with few outputs
     close("sum all (two passes)", C(big).sum(), T(big.astype(np.float64)).sum(), 1e-5, 1e-4)
     close("mean/var", C(m).var(1), T(m).var(1), 1e-4, 1e-5)
+    # the GPU design's other paths (ops/reduction/gpu_plan.py): column slabs and their second pass, arg over
+    # columns, a strided full sum (addresses element by element), an unaligned view (chunks read element by element)
+    tall = arr(200, 8) if TINY else arr(3000, 40)
+    close("sum dim 0, tall", C(tall).sum(0), T(tall.astype(np.float64)).sum(0), 1e-5, 1e-5)
+    equal("argmax dim 0, tall", C(tall).argmax(0), T(tall).argmax(0))
+    close("sum of a transposed view", C(m).t()[1:].sum(), T(m.astype(np.float64)).t()[1:].sum(), 1e-5, 1e-4)
+    close("sum dim 1, unaligned view", C(m)[:, 1:].sum(1), T(m)[:, 1:].sum(1), 1e-5, 1e-5)
+    ints = rng.integers(-50, 50, m.shape)
+    equal("int64 sum dim 1", C(ints).sum(1), T(ints).sum(1))
     # the pointwise prologue (cltorch.compile fuses `a * b + 0.5` into the reduction that reads it)
     m2 = arr(*m.shape)
     for dim in (0, 1, None):

@@ -1,8 +1,9 @@
 """Fusing a recorded elementwise launch into the reduction that reads its result (a reduction's prologue).
 
-An ``elementwise.cl.mako`` launch on the contiguous path immediately followed by a ``reduction.cl.mako`` launch
-that reads its output becomes one reduction launch whose input element ``p`` is the elementwise expression over
-the operands at ``p`` (the template's ``pro``/``pro_expr``), when
+An ``elementwise.cl.mako`` launch on the contiguous path immediately followed by a reduction launch (either
+design: ``reduction.cl.mako`` or ``reduction_gpu.cl.mako``) that reads its output becomes one reduction launch
+whose input element ``p`` is the elementwise expression over the operands at ``p`` (the template's
+``pro``/``pro_expr``), when
 
 * the elementwise output is an intermediate: used by no other entry of the trace, held by no live Storage;
 * the expression is plain arithmetic (``x<i>``, numeric literals, ``+ - * /``, parentheses, and on the
@@ -32,10 +33,18 @@ __all__ = ["fuse_reduction_prologues"]
 _ARITH = re.compile(r"^(?:\s|x\d+|\d+\.?\d*(?:[eE][-+]?\d+)?f?|\.\d+(?:[eE][-+]?\d+)?f?|[-+*/()])*$")
 
 
+# the reduction kernels of both designs (cltorch/ops/reduction): the CPU design's and the GPU design's
+_REDUCTIONS = (("reduction.cl.mako", "red"), ("reduction_gpu.cl.mako", "red_rows"),
+               ("reduction_gpu.cl.mako", "red_cols"))
+
+
 def _red(e, with_pro=False):
     """(params, arguments) of a one-input reduction launch (or one with a prologue, when ``with_pro``), or None."""
-    p = launch_params(e, "reduction.cl.mako", "red")
-    if p is None:
+    for template, name in _REDUCTIONS:
+        p = launch_params(e, template, name)
+        if p is not None:
+            break
+    else:
         return None
     if (p.get("pro") and not with_pro) or p.get("arg_in"):
         return None
@@ -52,8 +61,8 @@ def _match(entries, i, uses, live, _ew):
     rp, rargs = red
     t = rp["in_type"]
     expr = ep["expr"]
-    if not rp.get("vmode"):                 # a fused chain's scalar form casts to the types it was stored as
-        expr = expr.replace(f"({t})", "")
+    if rp.get("vmode") not in ("inner", "outer"):   # evaluated on scalars (the GPU design evaluates it per
+        expr = expr.replace(f"({t})", "")           # component), a fused chain's form casts to the stored types
     if frame is not None or ep.get("to_bool") or not _ARITH.match(expr):
         return None
     if t not in ("float", "double") or rp["map_type"] != t or ep["out_type"] != t:
@@ -76,7 +85,8 @@ def _match(entries, i, uses, live, _ew):
     for o in ops:
         argd += [None, np.int64] if o[0] == "t" else [_NP_SCALAR[o[2]]]
     argd += [np.int64] * (5 + 2 * rp["rk"] + 2 * rp["rr"])
-    k = rt.kernel("reduction.cl.mako", "red", argd, **params)
+    src = entries[i + 1][2]._cltorch_src
+    k = rt.kernel(src[0], src[1], argd, **params)
     args = list(rargs[:ii])
     for o in ops:
         args += [o[3], o[4]] if o[0] == "t" else [o[3]]
@@ -113,7 +123,8 @@ def _match_finish(entries, i, uses, live, _ew):
     params = dict(rp)
     params["finish"], params["out_type"] = expr, ep["out_type"]
     params["types"] = tuple(sorted(set(rp["types"]) | set(ep.get("types", ()))))
-    k = entries[i][1].kernel("reduction.cl.mako", "red", list(entries[i][2]._cltorch_src[3]), **params)
+    src = entries[i][2]._cltorch_src
+    k = entries[i][1].kernel(src[0], src[1], list(src[3]), **params)
     _, rt, _, gs, ls, _ = entries[i]
     return ("k", rt, k, gs, ls, (ob, oo) + tuple(rargs[2:]))
 

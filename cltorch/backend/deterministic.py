@@ -15,7 +15,11 @@ __all__ = ["profile", "OVERRIDES"]
 
 OVERRIDES = {
     "elementwise": {"vector_width": 1},
-    "reduction": {"vector_width": 1},
+    # reductions take the GPU design (ops/reduction/gpu_plan.py) with its group count fixed: the order then depends
+    # on the shape alone, and a GPU in deterministic mode keeps its work-group reductions
+    "reduction": {"vector_width": 1, "design": "gpu", "local_size": 256, "fixed_groups": 1024, "accumulators": 4,
+                  "load_width": 4, "row_team": 32, "col_lanes": 32, "col_rows": 8, "max_iters": 64,
+                  "lane_exchange": "auto"},
     "index": {"local_size": 16, "inner": 32, "compact_chunk": 2048},
     "scan": {"parallel": 128},
     "optim": {"split_barrier": True},
