@@ -195,9 +195,6 @@ def test_message_marks_a_kernel_whose_event_failed():
 DRIVER_CALLERS = {
     "cltorch/backend/runtime.py", "cltorch/backend/faults.py", "cltorch/backend/program.py",
     "cltorch/backend/devices.py",
-    # a probe that enqueues outside Runtime.launch on purpose (no capture may record it); its copies and finish
-    # should still go through Runtime.driver so that a probe which kills the context is reported as such
-    "cltorch/ops/reduction/exchange.py",
 }
 
 

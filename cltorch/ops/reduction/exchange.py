@@ -62,15 +62,13 @@ def _run(rt, k, local, units, T, out_dt, x, arg):
     M, R = x.shape
     out = np.zeros(M, out_dt)
     iout = np.zeros(M, np.int64)
-    bx = cl.Buffer(rt.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
-    bo = cl.Buffer(rt.ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=out)
-    bi = cl.Buffer(rt.ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=iout)
+    bx, bo, bi = (rt.driver(cl.Buffer, rt.ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for a in (x, out, iout))
     gsize = geometry.grid((units * T,), (local,))
     args = [bo, 0] + ([bi, 0] if arg else []) + [bx, 0, M, R, 1, R, M, R, R, 1]
-    rt.launch(k, gsize, (local,), *args)
-    cl.enqueue_copy(rt.queue, out, bo)
-    cl.enqueue_copy(rt.queue, iout, bi)
-    rt.queue.finish()
+    rt.launch(k, gsize, (local,), *args)        # never while a capture records (see mode)
+    rt.copy(out, bo)
+    rt.copy(iout, bi)
+    rt.finish()
     return out, iout
 
 
