@@ -149,6 +149,36 @@ def test_every_gpu_tile_row(device, forced, monkeypatch):
     assert all(r == got[0] for r in got[1:])
 
 
+def test_deterministic_mode_bits_across_devices_and_designs():
+    """In deterministic mode (multiply and add apart, one summation order) the forced GPU design gives the same
+    bits on every device here (PoCL, Intel's runtime), and the same bits as the CPU design: bias first, then taps,
+    then channels, as conv.cl.mako's direct kernels; the weight gradient's one split is the sequential sum."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 19, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((21, 19, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(21).astype(np.float32)
+    g = rng.standard_normal((2, 21, 5, 4)).astype(np.float32)
+
+    def run(dev, algo):
+        prev = C.set_algorithm(algo)
+        try:
+            cx, cw, cb = (torch.tensor(a, device=dev, requires_grad=True) for a in (x, w, b))
+            y = torch.nn.functional.conv2d(cx, cw, cb, 2, 1)
+            y.backward(torch.tensor(g, device=dev))
+            return [t.detach().cpu().numpy().tobytes() for t in (y, cx.grad, cw.grad)]
+        finally:
+            C.set_algorithm(prev)
+    devs = ["cpu"] + [f"cl:{i}" for i in range(torch.cl.device_count())]
+    torch.use_deterministic_algorithms(True)
+    try:
+        got = [run(d, "igemm") for d in devs]
+        direct = run("cpu", "direct")
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert all(r == got[0] for r in got[1:]), devs
+    assert got[0] == direct
+
+
 # ------------------------------------------------------------------------------------------------ plans
 H200 = dict(name="NVIDIA H200", vendor="NVIDIA Corporation", vendor_id=0x10DE, is_cpu=False, platform="NVIDIA CUDA",
             max_compute_units=132, local_mem_size=49152, max_work_group_size=1024,
