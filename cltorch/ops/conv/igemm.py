@@ -212,6 +212,7 @@ def wgrad_plan(rt, dt, co, ncol, npos, groups, max_threads=None):
 # ----------------------------------------------------------------------------------------------- launching
 _kcache = {}
 _tables = {}
+_plans = {}
 
 
 def _kernel(rt, dt, idx, t, name):
@@ -231,16 +232,25 @@ def _kernel(rt, dt, idx, t, name):
     return k
 
 
-def _conv_kernel(rt, dt, idx, plan_fn):
-    """(plan, kernel) with the kernel's own work-group limit honoured (plan again, smaller, when the compiled
-    kernel allows fewer work-items than the plan's tile; ``geometry.cap``)."""
-    p = plan_fn(None)
+def _planned(rt, dt, idx, planner, *args):
+    """(plan, kernel) for ``planner(rt, dt, *args)`` (conv_plan or wgrad_plan), memoised per device, profile and
+    arguments (``_plans``; cleared with the other plan caches when deterministic mode changes the profile). The
+    compiled kernel's own work-group limit is honoured: when it allows fewer work-items than the plan's tile, the
+    plan is made again within it (``geometry.cap``)."""
+    key = (rt.index, id(rt.profile), dt, idx, planner.__name__) + args
+    hit = _plans.get(key)
+    if hit is not None:
+        return hit
+    p = planner(rt, dt, *args)
     name = "igemm_wgrad" if isinstance(p, WgradPlan) else "igemm_conv"
     k = _kernel(rt, dt, idx, p.tiles, name)
     kc = geometry.cap(rt, k)
     if p.tiles.threads > kc:
-        p = plan_fn(kc)
+        p = planner(rt, dt, *args, max_threads=kc)
         k = _kernel(rt, dt, idx, p.tiles, name)
+    if len(_plans) > 1024:
+        _plans.clear()
+    _plans[key] = (p, k)
     return p, k
 
 
@@ -316,7 +326,7 @@ def conv(x, w, b, geom, transposed):
         grid, om, bm, bo, phases = dout, (1, 1, 1), st, tuple(-p for p in pad), 1
     y = Tensor._empty((N, G * co) + tuple(dout), x.dtype, x.device)
     idx = _idx_type(_span(x), y.numel() + 1, G * geom.KS * (ci + 16) * (co + 128))
-    p, k = _conv_kernel(rt, dt, idx, lambda cap: conv_plan(rt, dt, co, ci, N, grid, G, phases, cap))
+    p, k = _planned(rt, dt, idx, conv_plan, co, ci, N, tuple(grid), G, phases)
     tmp = _Tmp(rt)
     wp, cip, opad = _prep(rt, tmp, w, geom, transposed, dt, idx, p.tiles, ci, co)
     tt = _tap_table(rt, geom, transposed)
@@ -345,7 +355,7 @@ def weight_grad(x, u, geom, wshape):
     v = Tensor._empty(tuple(wshape), x.dtype, x.device)
     budget = int(rt.profile.get_value("conv", "col_bytes", 32 << 20))
     idx = _idx_type(_span(x), _span(u), 2 * npos + 1, budget // isz + O * ncol + 1)
-    p, k = _conv_kernel(rt, dt, idx, lambda cap: wgrad_plan(rt, dt, co, ncol, npos, G, cap))
+    p, k = _planned(rt, dt, idx, wgrad_plan, co, ncol, npos, G)
     tmp = _Tmp(rt)
     part = tmp(p.splits * O * ncol * isz) if p.splits > 1 else v._storage.cl_buffer()
     gs, ls = p.launch_sizes()
