@@ -74,7 +74,9 @@
         """The C type elements of storage type t are held in."""
         return "ushort" if t == "bf16" else t
 %>
-#pragma OPENCL FP_CONTRACT ON
+## a * b + c may be one fused multiply-add, except in deterministic mode: whether a compiler fuses depends on
+## the device (NVIDIA and x86 CPUs with FMA do, a CPU without it cannot), so there every product is rounded
+#pragma OPENCL FP_CONTRACT ${"OFF" if context.get("deterministic") else "ON"}
 % if "double" in (dt, acc):
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif

@@ -17,7 +17,9 @@
 ## Vt[kvh][EV][SP], Kp[kvh][SP][EP] (K rows, EP = E rounded up to VW). SP = S rounded up to BN.
 <%namespace name="cm" file="common.cl.mako"/>
 ${cm.preamble(types)}
-#pragma OPENCL FP_CONTRACT ON
+## a * b + c may be one fused multiply-add, except in deterministic mode: whether a compiler fuses depends on
+## the device (NVIDIA and x86 CPUs with FMA do, a CPU without it cannot), so there every product is rounded
+#pragma OPENCL FP_CONTRACT ${"OFF" if context.get("deterministic") else "ON"}
 <%
     V = "%s%d" % (CT, VW) if VW > 1 else CT
     NB = BN // VW

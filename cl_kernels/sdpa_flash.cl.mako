@@ -35,7 +35,9 @@
 ## off, b0 stride, h stride, row stride, element stride.
 <%namespace name="cm" file="common.cl.mako"/>
 ${cm.preamble(types)}
-#pragma OPENCL FP_CONTRACT ON
+## a * b + c may be one fused multiply-add, except in deterministic mode: whether a compiler fuses depends on
+## the device (NVIDIA and x86 CPUs with FMA do, a CPU without it cannot), so there every product is rounded
+#pragma OPENCL FP_CONTRACT ${"OFF" if context.get("deterministic") else "ON"}
 % if dropout:
 #include <pyopencl-random123/philox.cl>
 % endif

@@ -1,6 +1,12 @@
 """Shared test setup: the device list, a Hypothesis CI profile, helpers to compare with numpy."""
 import os
 
+# Under pytest-xdist (the GPU run: -n 14 on 16 cores) every worker's torch, numpy BLAS and OpenMP would start a
+# thread per core: 14 x 16 threads on 16 cores made torch-heavy tests (float64 references) run past their time
+# limit. Each worker gets its share of the cores, set before numpy or torch is imported.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT") and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
 import numpy as np
 import pytest
 
@@ -13,6 +19,12 @@ except ImportError:  # pragma: no cover
     pass
 
 import cltorch
+
+
+def pytest_configure(config):
+    # pytest-timeout's marker (registered here too, so a run without the plugin does not warn): a test that starts a
+    # child with a longer time limit of its own declares that limit, which overrides the run's --timeout
+    config.addinivalue_line("markers", "timeout(seconds): this test's own time limit (pytest-timeout)")
 
 
 # ------------------------------------------------------------------------------------------------ the torch oracle
@@ -69,6 +81,27 @@ def child_env(**extra):
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                                                   if p and p != root])
     return env
+
+
+def two_platforms():
+    """Two OpenCL devices on different platforms as ("cl:N", "cl:M"), the default device's platform first
+    (CLTORCH_PLATFORM chooses it: NVIDIA on a GPU machine, PoCL here), or None; and the platforms found. For the
+    tests that hold two vendors' runs to each other. Simulators are not listed (Oclgrind: too slow to train on)."""
+    from cltorch.backend.devices import list_devices
+    first = {}
+    for info in list_devices():
+        first.setdefault(info.platform, f"cl:{info.index}")
+    devs = tuple(first.values())
+    return (devs[:2] if len(devs) >= 2 else None), sorted(first)
+
+
+def two_platforms_or_skip():
+    """:func:`two_platforms`'s pair, or a skip that says what it needs and what was found."""
+    pair, found = two_platforms()
+    if pair is None:
+        pytest.skip(f"needs two OpenCL platforms (a GPU's and a CPU's, or PoCL and Intel's CPU runtime: pip install "
+                    f"intel-opencl-rt); found {found}")
+    return pair
 
 
 def _test_devices():

@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 
 
+@pytest.mark.timeout(600)          # the child's own limit (every benchmark, kernels built on a cold cache)
 def test_run_quick_prints_every_benchmark(tmp_path):
     pytest.importorskip("sklearn")                  # bench_train and bench_startup use the digits example's data
     env = dict(os.environ)

@@ -1,7 +1,9 @@
 """Deterministic mode (cltorch.use_deterministic_algorithms(True)): the digits CNN and a tiny char-LM trained on
-PoCL and on Intel's OpenCL CPU runtime give bit-identical losses and parameters at every step; PoCL under its own
-profile and PoCL under the GPU-style tables (other work-group sizes and tiles) do too; the mode's math functions
-are within a few ulp of torch's; the mode switches back to the default kernels."""
+two OpenCL platforms (any two present: PoCL and Intel's CPU runtime here, NVIDIA and PoCL on a GPU machine) give
+bit-identical losses and parameters at every step; PoCL dressed as an NVIDIA H200 (its device class, compute-unit
+count and launch limits, the NVIDIA profile files) does too, so no GPU-only plan or fitted work-group size reaches
+the mode's summation orders; the mode's math functions are within a few ulp of torch's; the mode switches back to
+the default kernels."""
 import json
 import os
 import subprocess
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 
 import cltorch
+from conftest import child_env, two_platforms_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -27,14 +30,6 @@ def deterministic():
     cltorch.use_deterministic_algorithms(True)
     yield
     cltorch.use_deterministic_algorithms(False)
-
-
-def _intel():
-    for i in range(cltorch.cl.device_count()):
-        p = cltorch.cl.get_device_properties(i)
-        if "Intel(R) OpenCL" in getattr(p, "platform", ""):
-            return f"cl:{i}"
-    return None
 
 
 def _pocl():
@@ -60,44 +55,83 @@ def _assert_identical(ra, rb):
 
 
 @pytest.mark.parametrize("model", ["digits", "charlm"])
-def test_pocl_and_intel_bit_identical(model, deterministic):
-    a, b = _pocl(), _intel()
-    if a is None or b is None:
-        pytest.skip("needs PoCL and Intel's OpenCL CPU runtime (pip install intel-opencl-rt)")
+def test_two_platforms_bit_identical(model, deterministic):
+    a, b = two_platforms_or_skip()
     batches, cfg, init = _setup(model)
     ra = cd.run_side("cltorch", a, model, cfg, init, batches, 0, True)
     rb = cd.run_side("cltorch", b, model, cfg, init, batches, 0, True)
     _assert_identical(ra, rb)
 
 
-_SIDE = """
-import sys, json
+# Side B: a fresh process (profiles load once per process) on PoCL dressed as an NVIDIA H200 before cltorch opens
+# a device: class "nvidia", a GPU, 132 compute units, NVIDIA's work-item limits and 48 KiB of local memory, and the
+# NVIDIA profile files as its own profile (their [limits]: at most 65,535 groups in dimensions 1-2). The kernels
+# still run on PoCL. Whatever a plan reads from the device (its class, its size, its limits through
+# backend/geometry.py's fitted local sizes) must not change what deterministic mode adds in which order.
+_DRESSED = """
+import sys
 sys.path.insert(0, {ex!r})
-import numpy as np, cltorch
+import numpy as np
+from cltorch.backend import devices
+for info in devices.list_devices():
+    if info.index == {index}:
+        info.cls, info.is_gpu, info.compute_units = "nvidia", True, 132
+        info.max_work_group_size, info.max_work_item_sizes, info.local_mem = 1024, (1024, 1024, 64), 48 * 1024
+import cltorch
 import compare_devices as cd
 cltorch.use_deterministic_algorithms(True)
-prof = cltorch.cl.get_device_properties(0)
+assert cltorch.backend.runtime({index}).info.cls == "nvidia"
 batches, cfg = cd.make_batches("digits", {steps}, 0, dict({cfg!r}))
-init = cd.initial_state("digits", cfg, 0)
-rec = cd.run_side("cltorch", {dev!r}, "digits", cfg, init, batches, 0, True)
+init = dict(np.load({init!r}))
+rec = cd.run_side("cltorch", "cl:{index}", "digits", cfg, init, batches, 0, True)
 cd._save_records({out!r}, rec)
 """
 
 
-def test_pocl_under_gpu_profile_bit_identical(tmp_path, deterministic):
-    """Side B runs in a process whose device profile is default.toml alone (the GPU-style tables: work-group
-    reductions of 256, local-memory GEMM tiles): deterministic mode runs both under its one profile."""
+def test_pocl_dressed_as_an_h200_bit_identical(tmp_path, deterministic):
     dev = _pocl()
     if dev is None:
         pytest.skip("needs PoCL")
     batches, cfg, init = _setup("digits")
     ra = cd.run_side("cltorch", dev, "digits", cfg, init, batches, 0, True)
-    out = str(tmp_path / "b.npz")
-    env = dict(os.environ, CLTORCH_PROFILE=str(ROOT / "devices" / "default.toml"), CLTORCH_PROFILE_ONLY="1")
-    code = _SIDE.format(ex=str(ROOT / "examples"), steps=STEPS, cfg=CFG["digits"], dev=dev, out=out)
+    out, init_path = str(tmp_path / "b.npz"), str(tmp_path / "init.npz")
+    np.savez(init_path, **init)
+    prof = os.pathsep.join(str(ROOT / "devices" / f) for f in ("default.toml", "gpu.toml", "nvidia.toml"))
+    env = child_env(CLTORCH_PROFILE=prof, CLTORCH_PROFILE_ONLY="1")
+    code = _DRESSED.format(ex=str(ROOT / "examples"), steps=STEPS, cfg=CFG["digits"], index=int(dev.split(":")[1]),
+                           init=init_path, out=out)
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     _assert_identical(ra, cd._load_records(out))
+
+
+def test_arithmetic_is_ieee_on_every_device(deterministic):
+    """What bit identity across vendors rests on, checked on each device (on the GPU run: NVIDIA's compiler too):
+    products are not fused into a * b + c (a = 1 + 2^-12: a * a + (-(1 + 2^-11)) is 0 rounded, 2^-24 fused), in
+    the elementwise kernels and in GEMM; subnormal inputs and results are kept, not flushed to zero (NVIDIA's
+    OpenCL flushes only under -cl-denorms-are-zero, which cltorch never passes); / and sqrt are correctly rounded
+    (the mode builds with -cl-fp32-correctly-rounded-divide-sqrt). Against numpy's float32, which rounds each
+    operation."""
+    a, c = np.float32(1 + 2 ** -12), np.float32(-(1 + 2 ** -11))
+    x = np.array([a, 3e-20, 1e-39, 1.5, -2.5e-39], np.float32)
+    y = np.array([a, 5e-20, 3.0, 1e-38, 0.5], np.float32)
+    z = np.array([c, 0.0, 0.0, 0.0, 1e-45], np.float32)
+    assert np.float32(a * a) + c == 0 and (z + x * y)[1:].min() < 0 < np.abs(z + x * y)[1:].min()
+    rng = np.random.default_rng(3)
+    p, q = rng.uniform(0.5, 2, 4096).astype(np.float32), rng.uniform(0.5, 2, 4096).astype(np.float32)
+    for i in range(cltorch.cl.device_count()):
+        dev = f"cl:{i}"
+        t = [cltorch.from_numpy(v.copy()).to(dev) for v in (x, y, z)]
+        got = cltorch.addcmul(t[2], t[0], t[1]).cpu().numpy()
+        assert got.tobytes() == (z + x * y).tobytes(), (dev, got, z + x * y)
+        # GEMM adds c first, then a * a: fused, fma(a, a, c) = 2^-24 (the default mode gives that on x86 and GPUs)
+        A, B = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
+        A[:, 0], B[0, :], A[:, 1], B[1, :] = 1, c, a, a
+        mm = (cltorch.from_numpy(A).to(dev) @ cltorch.from_numpy(B).to(dev)).cpu().numpy()
+        assert not mm.any(), (dev, "GEMM fused a product", np.unique(mm))
+        tp, tq = cltorch.from_numpy(p).to(dev), cltorch.from_numpy(q).to(dev)
+        assert (tp / tq).cpu().numpy().tobytes() == (p / q).tobytes(), dev
+        assert tp.sqrt().cpu().numpy().tobytes() == np.sqrt(p).tobytes(), dev
 
 
 def test_math_within_a_few_ulp_of_torch(deterministic):

@@ -16,6 +16,7 @@ import pytest
 import cltorch
 import cltorch.distributed as dist
 from cltorch.distributed import mpiexec
+from conftest import two_platforms_or_skip
 
 pytest.importorskip("mpi4py")
 HERE = Path(__file__).resolve().parent
@@ -83,24 +84,9 @@ def test_hung_rank_times_out_naming_where_it_is():
     assert took < 25          # the sleeping rank would take 30 s; the abort ends the job
 
 
-def _pocl_and_intel():
-    """The cl indices of the first PoCL device and of Intel's CPU runtime (None where absent)."""
-    pocl = intel = None
-    for i in range(cltorch.cl.device_count()):
-        plat = cltorch.backend.runtime(i).info.cl_device.platform.name.lower()
-        if ("portable" in plat or "pocl" in plat) and pocl is None:
-            pocl = i
-        elif "intel" in plat and intel is None:
-            intel = i
-    return pocl, intel
-
-
-def test_mixed_vendor_ddp_pocl_and_intel():
-    pocl, intel = _pocl_and_intel()
-    if pocl is None or intel is None:
-        pytest.skip(f"needs PoCL and Intel's OpenCL runtime (intel-opencl-rt) as two devices; found PoCL at "
-                    f"{pocl}, Intel at {intel}")
-    rc, out, _ = run(2, "mixed", launcher=True, launcher_args=("--devices", f"cl:{pocl},cl:{intel}"), timeout=400)
+def test_mixed_vendor_ddp_two_platforms():
+    a, b = two_platforms_or_skip()            # PoCL and Intel's runtime here; NVIDIA and PoCL on the GPU run
+    rc, out, _ = run(2, "mixed", launcher=True, launcher_args=("--devices", f"{a},{b}"), timeout=400)
     assert_ok(rc, out, 2)
     assert out.count("identical on all ranks") == 2, out[-3000:]
 

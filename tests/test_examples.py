@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import two_platforms_or_skip
+
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
 
@@ -174,29 +176,19 @@ def test_compare_devices_vs_torch(tmp_path):
     assert "OK" in out.splitlines()[-1]
 
 
-def _platform_device(word):
-    import cltorch
-    for i in range(cltorch.cl.device_count()):
-        if word in getattr(cltorch.cl.get_device_properties(i), "platform", ""):
-            return f"cl:{i}"
-    return None
-
-
 _REF = re.compile(r"step +(\d+) +loss f64 (\S+) +\S+ vs \S+ \(f32\) (\S+) +\S+ f32-vs-f64 (\S+) +\S+ f32-vs-f64 (\S+) +"
                   r"\S+ vs \S+ \(f64\) (\S+)(?: +torch f32-vs-f64 (\S+) +\S+ vs torch \(f64\) (\S+))?")
 
 
-def test_compare_devices_f64_reference_pocl_intel_dropout(tmp_path):
-    """Issue 17: PoCL against Intel's runtime on the digits CNN with dropout 0.25 and AdamW, next to each side's
-    float32-vs-float64 distance. Dropout masks do not depend on the dtype (checked here first), so the float64
-    runs see the masks the float32 runs see; the float64 runs of both vendors and PyTorch's (cltorch's masks
-    injected) agree to 1e-10 at every step, so the cross-vendor float32 difference is bounded by the two sides'
-    own float32 rounding drifts. 30 steps: past the first max-pool near-tie flip (about step 19 here)."""
+def test_compare_devices_f64_reference_two_platforms_dropout(tmp_path):
+    """Issue 17: two platforms (PoCL against Intel's runtime here, NVIDIA against PoCL on the GPU run) on the digits
+    CNN with dropout 0.25 and AdamW, next to each side's float32-vs-float64 distance. Dropout masks do not depend
+    on the dtype (checked here first), so the float64 runs see the masks the float32 runs see; the float64 runs of
+    both vendors and PyTorch's (cltorch's masks injected) agree to 1e-10 at every step, so the cross-vendor
+    float32 difference is bounded by the two sides' own float32 rounding drifts. 30 steps: past the first max-pool near-tie flip (about step 19 here)."""
     import cltorch
-    pocl, intel = _platform_device("Portable Computing Language"), _platform_device("Intel(R) OpenCL")
-    if pocl is None or intel is None:
-        pytest.skip("needs PoCL and Intel's OpenCL CPU runtime (pip install intel-opencl-rt)")
-    for dev in (pocl, intel):
+    dev_a, dev_b = two_platforms_or_skip()      # PoCL and Intel's runtime here; NVIDIA and PoCL on the GPU run
+    for dev in (dev_a, dev_b):
         masks = []
         for dt in (cltorch.float32, cltorch.float64):
             cltorch.manual_seed(3)
@@ -204,7 +196,7 @@ def test_compare_devices_f64_reference_pocl_intel_dropout(tmp_path):
                           for _ in range(2)])
         assert all(np.array_equal(a, b) for a, b in zip(*masks)), dev
         assert 0.7 < masks[0][0].mean() < 0.8 and not np.array_equal(masks[0][0], masks[0][1])
-    out = _run([EX / "compare_devices.py", "--devices", pocl, intel, "--f64-reference", "--steps", "30"], tmp_path)
+    out = _run([EX / "compare_devices.py", "--devices", dev_a, dev_b, "--f64-reference", "--steps", "30"], tmp_path)
     rows = [tuple(float(v) if v is not None else None for v in m.groups()) for m in _REF.finditer(out)]
     assert len(rows) == 30, out
     assert "OK" in out.splitlines()[-1], out

@@ -11,6 +11,7 @@ import pytest
 
 import cltorch
 import cltorch.nn.functional as F
+from conftest import two_platforms_or_skip
 
 torch = pytest.importorskip("torch")
 
@@ -114,24 +115,15 @@ def test_float64_matches_torch_float64(device):
             np.testing.assert_allclose(a, e, rtol=1e-10, atol=1e-12 * np.abs(e).max(), err_msg=f"function {i}")
 
 
-def _platform_device(word):
-    for i in range(cltorch.cl.device_count()):
-        if word in getattr(cltorch.cl.get_device_properties(i), "platform", ""):
-            return f"cl:{i}"
-    return None
-
-
-def test_deterministic_bits_across_pocl_and_intel():
-    pocl, intel = _platform_device("Portable Computing Language"), _platform_device("Intel(R) OpenCL")
-    if pocl is None or intel is None:
-        pytest.skip("needs both PoCL and Intel's OpenCL CPU runtime")
+def test_deterministic_bits_across_two_platforms():
+    dev_a, dev_b = two_platforms_or_skip()      # PoCL and Intel's runtime here; NVIDIA and PoCL on the GPU run
     rng = np.random.default_rng(5)
     xs = [(3.0 + rng.standard_normal((8, 3, 40, 40))).astype(np.float32),        # 12,800-term rows: chunked
           (1.0 + rng.standard_normal((6, 5000))).astype(np.float32)]
     cltorch.use_deterministic_algorithms(True)
     try:
         res = {}
-        for dev in (pocl, intel):
+        for dev in (dev_a, dev_b):
             out = []
             for k, xn in enumerate(xs):
                 x = cltorch.from_numpy(xn).to(dev).requires_grad_()
@@ -142,8 +134,8 @@ def test_deterministic_bits_across_pocl_and_intel():
             res[dev] = out
     finally:
         cltorch.use_deterministic_algorithms(False)
-    for a, b in zip(res[pocl], res[intel]):
-        assert a.tobytes() == b.tobytes(), "deterministic mode: PoCL and Intel's runtime differ"
+    for a, b in zip(res[dev_a], res[dev_b]):
+        assert a.tobytes() == b.tobytes(), f"deterministic mode: {dev_a} and {dev_b} differ"
 
 
 def _mobilenet_bn_inputs():
