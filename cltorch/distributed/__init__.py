@@ -7,7 +7,8 @@ Start the processes with ``mpiexec -n N python train.py`` or ``python -m cltorch
 - ``_collectives.py``: the collectives and point-to-point ops (header check, deterministic sums, staging);
 - ``_staging.py``: tensor memory as host buffers (cpu storage directly; device tensors through pinned buffers);
 - ``_work.py``: ``Work`` (async ops) and the rule that keeps MPI's call order rank-independent;
-- ``_objects.py``: object collectives; ``_watch.py``: timeouts and failed ranks; ``run.py``: the launcher.
+- ``_objects.py``: object collectives; ``_watch.py``: timeouts and failed ranks; ``run.py``: the launcher;
+  ``mpiexec.py``: what differs between MPI launchers (Open MPI's flags, per-rank environments, death reports).
 
 Names of ``torch.distributed`` that cltorch does not provide (stores, device meshes, ``all_reduce_coalesced``...)
 raise NotImplementedError naming what is missing; unknown names raise AttributeError.
