@@ -14,6 +14,8 @@
 ## cltorch._capture fuses a GEMM with the add of a bias or residual; not for half or bfloat16).
 ##
 ## Kernels:
+## Operands are declared restrict (C overlaps none of A, B, E: gemm()'s contract; E may share A's or B's memory,
+## both only read), so a GPU compiler may read A and B through its read-only data path.
 ##   gemm_tile        one work-group per (batch entry, K slice, tile). split 0: stores alpha * sum + beta * C (+E)
 ##                    into C. split 1: stores the raw sum of its K slice into the workspace W (acc type,
 ##                    [slices][batch][M][N], passed as C with c_ss the slice stride).
@@ -26,7 +28,7 @@
     g = tiles.attr.tile(dt, acc, idx, bm, bn, bk, tm, tn, vw, nat, a_fast, a_ga, b_fast, b_ga)
     I = idx
     ot = acc if split else g.ptr          # what gemm_tile stores
-    epi = (",\n        __global const %s* E, %s e_off, %s e_rs, %s e_cs, %s e_bs" % (g.ptr, I, I, I, I)) if c_epi else ""
+    epi = (",\n        __global const %s* restrict E, %s e_off, %s e_rs, %s e_cs, %s e_bs" % (g.ptr, I, I, I, I)) if c_epi else ""
 %>
 #pragma OPENCL FP_CONTRACT OFF
 % if "double" in (dt, acc):
@@ -96,9 +98,9 @@ ${store_c(g, "i", "j + %d" % e, tiles.attr.lane(acc_name, e, g.vw), 1)}
 </%def>
 
 __kernel __attribute__((reqd_work_group_size(${g.threads}, 1, 1)))
-void gemm_tile(__global const ${g.ptr}* A, ${I} a_off, ${I} a_rs, ${I} a_cs, ${I} a_bs,
-               __global const ${g.ptr}* B, ${I} b_off, ${I} b_rs, ${I} b_cs, ${I} b_bs,
-               __global ${ot}* C, ${I} c_off, ${I} c_rs, ${I} c_cs, ${I} c_bs, ${I} c_ss,
+void gemm_tile(__global const ${g.ptr}* restrict A, ${I} a_off, ${I} a_rs, ${I} a_cs, ${I} a_bs,
+               __global const ${g.ptr}* restrict B, ${I} b_off, ${I} b_rs, ${I} b_cs, ${I} b_bs,
+               __global ${ot}* restrict C, ${I} c_off, ${I} c_rs, ${I} c_cs, ${I} c_bs, ${I} c_ss,
                int M, int N, int K, int kc, ${acc} alpha, ${acc} beta${epi})
 {
 ${tiles.locals_(g)}
@@ -134,8 +136,8 @@ ${tiles.mainloop(g, a_args, b_args, "kbeg", "kend")}
 ${tiles.for_each_run(g, store_run)}
 }
 
-__kernel void gemm_splitk_sum(__global const ${acc}* W, ${I} ws, int S,
-                              __global ${g.ptr}* C, ${I} c_off, ${I} c_rs, ${I} c_cs, ${I} c_bs,
+__kernel void gemm_splitk_sum(__global const ${acc}* restrict W, ${I} ws, int S,
+                              __global ${g.ptr}* restrict C, ${I} c_off, ${I} c_rs, ${I} c_cs, ${I} c_bs,
                               int M, int N, ${I} total, ${acc} alpha, ${acc} beta${epi})
 {
     const ${I} x = get_global_id(0);

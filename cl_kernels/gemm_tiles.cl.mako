@@ -133,9 +133,12 @@ typedef ${t}${n} u${t}${n} __attribute__((aligned(${8 if t == "double" else 4}))
 <%def name="setup(g, X, base, ls, ks, L, lb)">
 ## Per work-item constants of operand X: each load's lane and k within the tile, and (fast "k") its clamped
 ## lane offset. `base` is X's pointer at the batch entry, `ls`/`ks` its lane and k strides, `L` its lane count,
-## `lb` the group's first lane. Defines X_l<i>, X_k<i>, X_o<i> (fast "k") and X_in (all lanes in range).
+## `lb` the group's first lane. Defines X_l<i>, X_k<i>, X_o<i> (fast "k") and X_in (fast "l" with vectors: all
+## the tile's lanes in range, a value uniform over the work-group).
 <% n = X.name %>
+% if X.fast == "l" and X.ga > 1:
     const int ${n}_in = ${lb} + ${X.BL} <= ${L};
+% endif
 % for i in range(X.na):
 <%
     v = "(tid + %d)" % (i * g.threads)
