@@ -5,7 +5,7 @@ launch uses, so a run repeats itself bit for bit on one device in either mode. D
 the same bits on every device and vendor. While it is on,
 
 - every device runs under one profile (``cltorch/backend/deterministic.py``: the CPU tables, scalar elementwise
-  and reduction code), so reductions, GEMM's accumulation over k, softmax, norms and losses add in the same order
+  code, the reductions' GPU design with a fixed group count), so reductions, GEMM's accumulation over k, softmax, norms and losses add in the same order
   whatever the device's work-group sizes and vector widths, and whatever profile it would otherwise use;
 - every program is rendered with ``deterministic=True``: exp, log, log1p, expm1, tanh, erf, pow and rsqrt are our
   own functions of + - * / (``cl_kernels/det_math.cl.mako``), under ``FP_CONTRACT OFF``, built with
