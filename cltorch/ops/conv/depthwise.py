@@ -23,6 +23,7 @@ import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor
+from ...backend import geometry
 from . import depthwise_tile
 from .launch import _Tmp, _dtname, _finish, _idx_type, _span
 
@@ -94,10 +95,6 @@ def _tiled(rt):
     return rt.profile.get_value("conv", "dw_design", "") == "tile"
 
 
-def _round_up(a, b):
-    return -(-a // b) * b
-
-
 def _wstrides(w):
     """(offset, stride over output channels, depth, height, width strides) of a [C*M, 1, KD, KH, KW] weight."""
     return (w._offset, w._stride[0]) + tuple(w._stride[2:5])
@@ -129,8 +126,8 @@ def forward(x, w, b, geom):
     rh = _rows(rt, geom.OD * geom.OH)
     Q = -(-(geom.OD * geom.OH) // rh) * nwb
     n = Q * CM * N
-    lx = _local(rt, "dw_local", 64, n)
-    rt.launch(k, (_round_up(n, lx),), (lx,), x._storage.cl_buffer(), x._offset, *x._stride,
+    gs, ls = geometry.nd(rt, n, int(rt.profile.get_value("conv", "dw_local", 64)), k)
+    rt.launch(k, gs, ls, x._storage.cl_buffer(), x._offset, *x._stride,
               w._storage.cl_buffer(), *_wstrides(w), *_bias_args(b, w), y._storage.cl_buffer(), y._offset,
               C, CM // C, *geom.sizes(), *geom.launch_args(), nwb, Q, N, rh)
     _finish(rt, x, w, b, y)
@@ -157,8 +154,8 @@ def transposed(u, w, b, geom):
     rh = _rows(rt, geom.D * geom.H)
     Q = -(-(geom.D * geom.H) // rh) * sw * nwb
     n = Q * C * N
-    lx = _local(rt, "dw_local", 64, n)
-    rt.launch(k, (_round_up(n, lx),), (lx,), u._storage.cl_buffer(), u._offset, *u._stride,
+    gs, ls = geometry.nd(rt, n, int(rt.profile.get_value("conv", "dw_local", 64)), k)
+    rt.launch(k, gs, ls, u._storage.cl_buffer(), u._offset, *u._stride,
               w._storage.cl_buffer(), *_wstrides(w), *_bias_args(b, w), z._storage.cl_buffer(), z._offset,
               C, CM // C, *geom.sizes(), *geom.launch_args(), nwb, Q, N, rh)
     _finish(rt, u, w, b, z)
@@ -193,15 +190,14 @@ def weight_grad(x, u, geom, wshape, with_bias):
             kp = _kernel(rt, dt, idx, "dw_wgrad_part")
             nt = T
         lx = _local(rt, "dw_wgrad_local", 16, nt)
-        ly = max(1, min(_local(rt, "dw_local", 64, CM) // lx, CM))
-        rt.launch(kp, (_round_up(nt, lx), _round_up(CM, ly), NBLK), (lx, ly, 1), x._storage.cl_buffer(), x._offset,
-                  *x._stride, u._storage.cl_buffer(), u._offset, *u._stride, part, C, CM // C, *geom.sizes(),
-                  *geom.launch_args(), T, RB, NR, NBLK)
+        gs, ls = geometry.nd(rt, (nt, CM, NBLK), (lx, max(1, _local(rt, "dw_local", 64, CM) // lx), 1), kp)
+        rt.launch(kp, gs, ls, x._storage.cl_buffer(), x._offset, *x._stride, u._storage.cl_buffer(), u._offset,
+                  *u._stride, part, C, CM // C, *geom.sizes(), *geom.launch_args(), T, RB, NR, NBLK)
     ks = _kernel(rt, dt, idx, "dw_wgrad_sum")
     n = T * CM
-    ls = _local(rt, "dw_local", 64, n)
+    gs, ls = geometry.nd(rt, n, int(rt.profile.get_value("conv", "dw_local", 64)), ks)
     bt = gb if gb is not None else v
-    rt.launch(ks, (_round_up(n, ls),), (ls,), part, v._storage.cl_buffer(), v._offset, bt._storage.cl_buffer(),
+    rt.launch(ks, gs, ls, part, v._storage.cl_buffer(), v._offset, bt._storage.cl_buffer(),
               bt._offset, 1, T, KS, CM, NBLK)
     tmp.done()
     _finish(rt, x, u, v, gb)

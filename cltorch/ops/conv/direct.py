@@ -6,6 +6,7 @@ swapped (:func:`_wgrad_as_conv`)."""
 import numpy as np
 
 from ..._tensor import Tensor
+from ...backend import geometry
 from .geom import Geom, _cdiv, _round_up
 from .im2col import _col_chunk, _im2col
 from .launch import _Tmp, _dtname, _finish, _idx_type, _kernel, _span, _spatial_contiguous
@@ -78,7 +79,8 @@ def _direct(x, w, b, geom, transposed, out_shape):
     lx = max(1, min(nb, ls))
     lz = max(1, min(NG, ls // lx))
     k = _kernel(rt, dt, idx, cfg, "direct_t" if transposed else "direct")
-    rt.launch(k, (_round_up(nb, lx), ncb, _round_up(NG, lz)), (lx, 1, lz),
+    gs, loc = geometry.nd(rt, (nb, ncb, NG), (lx, 1, lz), k)
+    rt.launch(k, gs, loc,
               x._storage.cl_buffer(), x._offset, *x._stride, wt, y._storage.cl_buffer(), y._offset,
               _zero_buffer(rt), G, CI, CO, *sizes, *geom.launch_args(), Opad, nb, ncb, N * G)
     tmp.done()
@@ -119,7 +121,8 @@ def _direct_conv_w(x, u, geom, wshape, with_bias):
     for n0 in range(0, N, nb):
         m = min(nb, N - n0)
         _im2col(rt, dt, idx, x, n0, m, geom, col, 0, P * Kp, m * P * Kp, 1, Kp, cfg, Kp, with_bias)
-        rt.launch(k, (Kp // NR, _cdiv(Og, cfg["mr"]), G), (1, 1, 1), u._storage.cl_buffer(), u._offset + n0 * us[0],
+        gs, loc = geometry.nd(rt, (Kp // NR, _cdiv(Og, cfg["mr"]), G), (1, 1, 1), k)
+        rt.launch(k, gs, loc, u._storage.cl_buffer(), u._offset + n0 * us[0],
                   us[0], us[1], col, m * P * Kp, v._storage.cl_buffer(), v._offset, bt._storage.cl_buffer(),
                   bt._offset, 1, int(with_bias), m, P, Og, Kg, Kp, int(n0 > 0))
     tmp.done()

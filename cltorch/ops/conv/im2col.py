@@ -4,8 +4,8 @@ the GEMM dimensions are large. The batch runs in chunks so the column matrix sta
 import numpy as np
 
 from ..._tensor import Tensor
+from ...backend import geometry
 from . import pointwise
-from .geom import _round_up
 from .launch import (_GEMM_CFG, _NP, _Tmp, _aligned, _aligned_empty, _contig_w, _dtname, _finish, _gemm,
                      _idx_type, _kernel, _span, _spatial_contiguous)
 
@@ -24,8 +24,8 @@ def _im2col(rt, dt, idx, x, n0, nb, geom, col, c_off, c_sn, c_sg, c_sk, c_sp, cf
     k = _kernel(rt, dt, idx, cfg or _GEMM_CFG, "im2col")
     sn = x._stride[0]
     n = nb * G * P
-    ls = max(1, min(int(rt.profile.get_value("conv", "im2col_local", 64)), n))
-    rt.launch(k, (_round_up(n, ls),), (ls,), x._storage.cl_buffer(), x._offset + n0 * sn,
+    gs, ls = geometry.nd(rt, n, int(rt.profile.get_value("conv", "im2col_local", 64)), k)
+    rt.launch(k, gs, ls, x._storage.cl_buffer(), x._offset + n0 * sn,
               *x._stride, col, c_off, c_sn, c_sg, c_sk, c_sp, G, CI, *geom.sizes(), *geom.launch_args(), Kp,
               int(ones), nb * G)
 
@@ -115,7 +115,8 @@ def _gemm_conv_t(u, w, b, geom):
             gemm(rt, Kg, P, Og, (wbuf, w._offset + g * Og * Kg, 1, Kg, 0),
                  (ubuf, u._offset + n0 * us[0] + g * Og * us[1], us[1], 1, us[0]),
                  (col, g * Kg * P, P, 1, G * Kg * P), 1.0, 0.0, m, npdt)
-        rt.launch(k, (_round_up(HW, lx), G * Cg, m), (lx, 1, 1), col, 0, G * Kg * P, Kg * P, P, 1,
+        gs, ls = geometry.nd(rt, (HW, G * Cg, m), (lx, 1, 1), k)
+        rt.launch(k, gs, ls, col, 0, G * Kg * P, Kg * P, P, 1,
                   zbuf, z._offset + n0 * G * Cg * HW, G, Cg, *geom.sizes(), *geom.launch_args())
     tmp.done()
     if b is not None:
