@@ -287,6 +287,46 @@ def sdpa():
     mask[:, 0] = True
     fwd_bwd("sdpa bool mask", lambda q, k, v: f_ct(q, k, v, attn_mask=ct.from_numpy(mask).to(DEV)),
             lambda q, k, v: f_t(q, k, v, attn_mask=torch.from_numpy(mask)), args, 1e-4, 1e-5)
+    # the GPU profiles run the flash design (ops/attention/flash.py): q, k, v as transposed views of a fused
+    # (b, S, 3, h, E) projection with a float mask; GQA; head dim not a multiple of 4; float16 storage; in-kernel
+    # dropout (its Philox pass over the staged P tile) against the numpy Philox reference
+    from cltorch.ops.attention import plan as _sp
+    from cltorch.ops import _philox_ref as REF, random as R
+    rt = ct.ones(1, device=DEV)._runtime()
+    want = "flash" if any(f.endswith("gpu.toml") for f in rt.profile.sources) else "cpu"
+    if _sp.design(rt) != want:             # GPU profiles run the GPU design
+        raise AssertionError(f"sdpa design {_sp.design(rt)} under {rt.profile.name}, expected {want}")
+    views = lambda t: [t[:, :, i].transpose(1, 2) for i in range(3)]       # noqa: E731
+    fm = arr(S, S)                      # self-attention over the S positions of the projection
+    fwd_bwd("sdpa qkv views float mask", lambda x: f_ct(*views(x), attn_mask=C(fm)),
+            lambda x: f_t(*views(x), attn_mask=T(fm)), [(arr(b, S, 3, h, E), True)], 1e-4, 1e-5)
+    fwd_bwd("sdpa gqa causal E=5", lambda q, k, v: f_ct(q, k, v, is_causal=True, enable_gqa=True),
+            lambda q, k, v: f_t(q, k, v, is_causal=True, enable_gqa=True),
+            [(arr(b, h, L, 5), True), (arr(b, 1, S, 5), True), (arr(b, 1, S, 3), True)], 1e-4, 1e-5)
+    if want == "flash":                 # float16 storage read by the kernels (the CPU design has none)
+        hq, hk, hv = (torch.from_numpy(arr(b, h, n, E)).half() for n in (L, S, S))
+        close("sdpa float16", f_ct(*(C(x.numpy()) for x in (hq, hk, hv))).float(),
+              f_t(hq.double(), hk.double(), hv.double()), 2e-3, 2e-3)
+    # dropout with a bool mask and causal; under Oclgrind with 17 x 19 so that several row and key groups share
+    # the local tiles (the race checks of the exchange and dropout passes)
+    p, L2, S2 = 0.25, (17 if TINY else L), (19 if TINY else S)
+    m2 = rng.random((L2, S2)) < 0.7
+    m2[:, 0] = True
+
+    def drop_ct(q, k, v):
+        R.manual_seed(7)
+        drop_ct.off = R.default_generator._offset
+        return f_ct(q, k, v, attn_mask=C(m2), dropout_p=p, is_causal=True)
+
+    def drop_t(q, k, v):
+        sp4 = (S2 + 3) // 4 * 4
+        words = REF.random_words(R.default_generator.initial_seed(), drop_ct.off, b * h * L2 * sp4 // 4)
+        keep = np.where(words.reshape(b, h, L2, sp4)[..., :S2] >= np.uint32(np.ceil(p * 2 ** 32)), 1 / (1 - p), 0.0)
+        s = q.double() @ k.double().transpose(-1, -2) / np.sqrt(E)
+        s = s.masked_fill(~(torch.from_numpy(m2) & torch.ones(L2, S2, dtype=torch.bool).tril()), -np.inf)
+        return ((torch.softmax(s, -1) * torch.from_numpy(keep)) @ v.double()).float()
+    fwd_bwd("sdpa dropout, bool mask, causal", drop_ct, drop_t,
+            [(arr(b, h, L2, E), True), (arr(b, h, S2, E), True), (arr(b, h, S2, E), True)], 1e-4, 1e-5)
 
 
 def scan_sort():
