@@ -255,8 +255,8 @@ def different_profile(device):
     t["loss"] = {"reduce_chunk": _other(g("loss", "reduce_chunk", 4096), [16, 32])}
     t["norm"] = {"wgrad_rows": _other(g("norm", "wgrad_rows", 256), [16, 32])}
     gm = dict(prof.get("gemm", {}))
-    if gm.get("local", 1):
-        rows = [{"lx": 8, "ly": 8, "mr": 2, "nr": 2, "tk": 8}]
+    if gm.get("design", "gpu") == "gpu":          # the GPU GEMM design: a small tile (cltorch/ops/gemm/plan.py)
+        rows = [{"bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4, "vw": 4}]
     else:
         vw = (gm.get("sizes") or [{}])[0].get("vw", 8)
         rows = [{"mr": 4, "nv": 1, "vw": vw, "lx": 4, "ly": 4, "a_mode": "packed", "b_mode": "packed"}]
