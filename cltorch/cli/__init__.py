@@ -16,7 +16,7 @@ def main(argv=None):
     p_probe.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions")
     p_probe.add_argument("--tune", action="store_true", help="search GEMM tiles and write a tuned profile")
     p_probe.add_argument("--tune-budget", type=float, default=None, metavar="S",
-                         help="seconds the GPU tile search may take (default 480, 120 with --quick)")
+                         help="seconds the GPU tile search may take (default 150, 60 with --quick)")
     args = parser.parse_args(argv)
     if args.cmd == "devices":
         from .devices import run

@@ -262,7 +262,7 @@ def _tune_gpu(torch, rt, g, quick, budget_s, space, sizes, split_shapes):
         sizes = [(2048,) * 3, (512,) * 3, (128,) * 3] if quick else [(4096,) * 3, (1024,) * 3, (256,) * 3]
     if split_shapes is None:
         split_shapes = [(512, 512, 2048), (128, 128, 8192)] if quick else [(1024, 1024, 1024), (256, 256, 16384)]
-    budget_s = float(budget_s if budget_s is not None else (120 if quick else 480))
+    budget_s = float(budget_s if budget_s is not None else (60 if quick else 150))   # fits a 240 s step
     best_of = _timer(torch, 2 if quick else 3)
     report, found = [], []
     for (M, N, K) in sizes:
