@@ -20,14 +20,18 @@ The package, one thing per module:
 
 * ``args.py``: the arguments checked as PyTorch checks them, and the ``Geom`` they describe;
 * ``run.py``: each direction's entry (empty shapes, float16 through float32) running the algorithm that
-  ``plan.py`` chooses per call from the device profile (``set_algorithm("direct" | "gemm" | None)`` forces one;
-  tests use it to check both);
+  ``plan.py`` chooses per call from the device profile (``set_algorithm("direct" | "gemm" | "igemm" | None)``
+  forces one; tests use it to check each);
 * ``direct.py``: "direct", register-blocked implicit GEMM (no column matrix; ``cl_kernels/conv.cl.mako``), the
   CPU design for the small channel counts of small CNNs;
 * ``im2col.py``: "gemm", im2col (or col2im) plus the tuned GEMM of ``cltorch/ops/gemm/``, best when the GEMM
   dimensions are large; the batch runs in chunks so the column matrix stays below ``[conv] col_bytes``;
+* ``igemm.py``: "igemm", the GPU design (GPU profiles' ``[conv] design``): implicit GEMM with the gathered input
+  staged in local memory (``cl_kernels/conv_igemm.cl.mako``), the strided input gradient phase-decomposed, the
+  weight gradient split over the positions and summed in a fixed order;
 * ``pointwise.py``: 1x1 convolutions with stride 1 and no padding, whose three directions are plain GEMMs;
-* ``depthwise.py``: groups == in_channels with a small channel multiplier, kernels of their own;
+* ``depthwise.py``: groups == in_channels with a small channel multiplier, kernels of their own (GPU profiles:
+  ``depthwise_tile.py``, the same sums with the patches staged in local memory);
 * ``format.py``: channels_last outputs and gradients (PyTorch's rule); ``launch.py``: what the launchers share.
 
 Only float32 and float64 are computed (float16 inputs are computed in float32 and cast back; bfloat16 is widened
