@@ -361,3 +361,17 @@ def test_tune_writes_a_gpu_profile(rt, monkeypatch, tmp_path):
         assert _run(rt, 45, 38, 70)["bm"] == 32
     finally:
         _gemm.clear_cache()
+
+
+def test_register_cap_only_where_the_compiler_takes_it():
+    """A row's `regs` becomes NVIDIA's -cl-nv-maxrregcount where the device lists cl_nv_compiler_options, and
+    nothing elsewhere (the option would fail the build); the tuner's space has the capped rows only there."""
+    from types import SimpleNamespace
+    from cltorch.ops.gemm.gpu import _register_cap
+    nv = SimpleNamespace(info=SimpleNamespace(extensions=("cl_khr_fp64", "cl_nv_compiler_options")))
+    other = SimpleNamespace(info=SimpleNamespace(extensions=("cl_khr_fp64",)))
+    assert _register_cap(nv, 128) == ("-cl-nv-maxrregcount=128",)
+    assert _register_cap(nv, 0) == () and _register_cap(other, 128) == ()
+    prof = {"gemm": {"design": "gpu", "sizes": [dict(SMALL, regs=96)]}}
+    cfg = P.gpu_config(prof, 2, np.float32, 64, 64, 64)
+    assert cfg.regs == 96 and cfg.row() == dict(SMALL, regs=96)

@@ -16,6 +16,7 @@ them would be one more design that :func:`make_plan` chooses behind a probe, fal
 import numpy as np
 
 from ...backend import geometry
+from ...backend.program import KernelBuildError
 from . import plan as _plan
 
 __all__ = ["GpuPlan", "make_plan", "TEMPLATE", "layout"]
@@ -23,6 +24,15 @@ __all__ = ["GpuPlan", "make_plan", "TEMPLATE", "layout"]
 TEMPLATE = "gemm_gpu.cl.mako"
 _I32 = np.int32
 _I64 = np.int64
+
+
+def _register_cap(rt, regs):
+    """Build options capping registers per work-item at ``regs`` (a row's ``regs``), where the compiler takes a cap:
+    NVIDIA's ``cl_nv_compiler_options`` (``-cl-nv-maxrregcount``: with 256 work-items, 128 registers let two
+    groups share an SM's 64 K registers). () elsewhere, for 0, or after the driver refused it once."""
+    if not regs or getattr(rt, "_gemm_no_cap", False) or "cl_nv_compiler_options" not in rt.info.extensions:
+        return ()
+    return (f"-cl-nv-maxrregcount={int(regs)}",)
 
 
 def layout(lanes, k, ls, ks, bs, off_mod, dt, nat, threads):
@@ -86,7 +96,15 @@ class GpuPlan:
                           c_vec=c_vec, split=int(cfg.splits > 1), c_epi=0)
             types_tile = [None, it, it, it, it, None, it, it, it, it, None, it, it, it, it, it,
                           _I32, _I32, _I32, _I32, self.scal, self.scal]
-            k = rt.kernel(TEMPLATE, "gemm_tile", types_tile, **params)
+            options = _register_cap(rt, cfg.regs)
+            try:
+                k = rt.kernel(TEMPLATE, "gemm_tile", types_tile, options, **params)
+            except KernelBuildError:
+                if not options:
+                    raise
+                rt._gemm_no_cap = True   # the driver refused the option: build without it from now on
+                options = ()
+                k = rt.kernel(TEMPLATE, "gemm_tile", types_tile, **params)
             if geometry.cap(rt, k) >= threads:
                 break
             # the compiled kernel allows fewer work-items than its tile has (registers): the next row
@@ -108,7 +126,7 @@ class GpuPlan:
             total = batch * M * N
             ks = rt.kernel(TEMPLATE, "gemm_splitk_sum",
                            [None, it, _I32, None, it, it, it, it, _I32, _I32, it, self.scal, self.scal],
-                           **dict(params, split=0))
+                           options, **dict(params, split=0))
             self.sum = (ks, *geometry.nd(rt, (total,), (int(g.get("sum_local", 256)),), ks))
             self.w_strides = (N, 1, M * N, total)       # the workspace as gemm_tile's C: rows, cols, batch, slice
             self.sum_rest = (c_rs, c_cs, c_bs, M, N, total)
@@ -117,7 +135,7 @@ class GpuPlan:
         """The plan's choices, for benchmarks, the tuner and reports."""
         c, p = self.cfg, self.params
         return {"design": "gpu", "bm": c.bm, "bn": c.bn, "bk": c.bk, "tm": c.tm, "tn": c.tn, "vw": c.vw,
-                "threads": c.threads, "splits": c.splits, "groups": c.groups,
+                "regs": c.regs, "threads": c.threads, "splits": c.splits, "groups": c.groups,
                 "A": f"{p['a_fast']}x{p['a_ga']}", "B": f"{p['b_fast']}x{p['b_ga']}"}
 
     def _e_args(self, k, E):

@@ -25,7 +25,8 @@ GPU profile layout (``devices/*.toml``)::
 
 A row: the work-group computes a ``bm x bn`` tile of C, staging ``bk`` steps of K of A and B in local memory;
 each of its ``(bm/tm) * (bn/tn)`` work-items keeps a ``tm x tn`` register block whose rows and columns come in
-runs of ``vw`` (the width of its local-memory vector loads).
+runs of ``vw`` (the width of its local-memory vector loads). Optional ``regs``: a register cap per work-item for
+compilers that take one (NVIDIA's ``cl_nv_compiler_options``; 0 or absent: the compiler's choice).
 
 How a row is chosen (:func:`gpu_config`): rows are tried in order. A row whose tile is at least twice the
 product in M or in N is passed over (its work-items would mostly idle) unless it is the last. A row is taken
@@ -115,6 +116,7 @@ class GpuConfig:
     splits: int
     kc: int
     groups: int
+    regs: int = 0
 
     @property
     def threads(self):
@@ -125,7 +127,10 @@ class GpuConfig:
         return 2 * self.bk * (self.bm + PAD + self.bn + PAD) * itemsize
 
     def row(self):
-        return {k: getattr(self, k) for k in _ROW_KEYS}
+        r = {k: getattr(self, k) for k in _ROW_KEYS}
+        if self.regs:
+            r["regs"] = self.regs
+        return r
 
 
 def check_row(row, acc_size=4, max_threads=None, local_mem=None):
@@ -168,6 +173,8 @@ def gpu_rows(profile, dtype):
             continue                   # a row of another design (an old tuned profile): not this design's
         d = dict(DEFAULT_GPU_ROWS[0])
         d.update({k: int(r[k]) for k in _ROW_KEYS if k in r})
+        if int(r.get("regs", 0)):
+            d["regs"] = int(r["regs"])
         rows.append(d)
     return rows or [dict(r) for r in DEFAULT_GPU_ROWS]
 
@@ -215,7 +222,7 @@ def gpu_config(profile, compute_units, dtype, M, N, K, batch=1, max_threads=None
     kc = _round_up(_cdiv(max(K, 1), s), bk)
     s = max(1, _cdiv(K, kc)) if K > 0 else 1
     tiles = _cdiv(M, r["bm"]) * _cdiv(N, r["bn"]) * batch
-    return GpuConfig(r["bm"], r["bn"], bk, r["tm"], r["tn"], r["vw"], s, kc, tiles * s)
+    return GpuConfig(r["bm"], r["bn"], bk, r["tm"], r["tn"], r["vw"], s, kc, tiles * s, int(r.get("regs", 0)))
 
 
 def _round_up(a, b):
