@@ -11,8 +11,13 @@ torch: imported directly when it is installed in this environment, else run in a
 given by ``--torch-python`` (default: /tmp/torchvenv/bin/python when it exists). Times are wall-clock medians;
 ``cpu`` columns give process CPU time / core count, which is steadier on a shared machine.
 
+``--design cpu|flash`` runs that fused design whatever the device's profile names (``[sdpa] design``; the flash
+design's tiles then come from the profile's ``flash_*`` rows or the defaults in ``cltorch/ops/attention/plan.py``),
+to compare the two on one device.
+
     python benchmarks/bench_sdpa.py [--sizes 256 512 1024 2048 4096] [--repeat 3] [--device cl:0]
                                     [--big-sizes 8192] [--no-math] [--no-torch] [--torch-python PATH] [--fwd-only]
+                                    [--design cpu|flash]
 """
 import argparse
 import gc
@@ -136,8 +141,17 @@ def main():
     ap.add_argument("--fwd-only", action="store_true")
     ap.add_argument("--torch-python", default="/tmp/torchvenv/bin/python"
                     if os.path.exists("/tmp/torchvenv/bin/python") else None)
+    ap.add_argument("--design", choices=["cpu", "flash"], default=None,
+                    help="the fused design to run (default: the device profile's [sdpa] design)")
     a = ap.parse_args()
-    print(f"scaled_dot_product_attention, B={B} H={H} D={D} float32 on {cltorch.cl.get_device_name(a.device)}; "
+    if a.design is not None:
+        from cltorch.ops.attention import plan
+        rt = cltorch.ones(1, device=a.device)._runtime()
+        rt.profile["sdpa"] = dict(rt.profile.get("sdpa", {}), design=a.design)
+        plan._plans.clear()
+    design = cltorch.ones(1, device=a.device)._runtime().profile.get_value("sdpa", "design", "cpu")
+    print(f"scaled_dot_product_attention, B={B} H={H} D={D} float32 on {cltorch.cl.get_device_name(a.device)} "
+          f"(fused design: {design}); "
           f"times are medians of {a.repeat}; 'cpu' = process CPU time / {NCPU} cores; memory = peak extra device "
           "memory")
     hdr = (f"{'L':>5} {'causal':>6} {'pass':>7} | {'fused ms':>9} {'cpu':>9} {'MiB':>8} | {'math ms':>9} {'cpu':>9} "
