@@ -693,7 +693,8 @@ ${dropout_pass(BM, BN, "bh * L", "i0", "j0", el,
 % endif
 
 % if kind == "dlt":
-## Dlt[row] = sum_c dO[row][c] * O[row][c] (row = bh * L + i; O contiguous, dO strided), in column order.
+## Dlt[row] = sum_c dO[row][c] * O[row][c] (row = bh * L + i; O contiguous, dO strided): with vec, 4 columns
+## at a time (4-vector loads) and the 4 lanes added at the end, else in column order.
 __kernel void sdpa_flash_dlt(__global ${CT}* Dlt, __global const ${PT}* O, ${OPND("DO")}, long L, long H,
                              long rows)
 {
@@ -702,9 +703,16 @@ __kernel void sdpa_flash_dlt(__global ${CT}* Dlt, __global const ${PT}* O, ${OPN
     const long bh = row / L, i = row - bh * L, b0 = bh / H, h = bh - b0 * H;
     __global const ${PT}* orow = O + row * ${EV};
     __global const ${PT}* drow = DO + do_off + b0 * do_sb + h * do_sh + i * do_sl;
+% if vec:
+    ${V4} acc = (${V4})(0);
+    for (int c4 = 0; c4 < ${EV4}; ++c4)
+        acc += ${ld4("orow", "c4", 1, EV)} * ${ld4("drow", "c4", 1, EV)};
+    Dlt[row] = (acc.x + acc.y) + (acc.z + acc.w);
+% else:
     ${CT} acc = 0;
     for (int c = 0; c < ${EV}; ++c)
         acc += ${ld1("orow", "c")} * ${ld1("drow", "c * do_sd")};
     Dlt[row] = acc;
+% endif
 }
 % endif

@@ -31,8 +31,8 @@ def tparams(kind, dt, ct, cfg, plan=None, vec=False):
     mt = "uchar" if cfg.mask_kind == "bool" else dt.cl
     p = dict(_NO_TILES, kind=kind, T=dt.cl, CT=ct.cl, E=cfg.E, EV=cfg.EV, mask=cfg.mask_kind, MT=mt,
              causal=bool(cfg.causal), dropout=cfg.dropout is not None, vec=bool(vec), types=types_of(dt, ct))
-    if kind == "dlt":        # rowsum(dO * O) reads neither the mask nor q/k: one program per (dtype, Ev)
-        p.update(E=cfg.EV, mask="none", MT=dt.cl, causal=False, dropout=False, vec=False)
+    if kind == "dlt":        # rowsum(dO * O) reads neither the mask nor q/k: one program per (dtype, Ev, vec)
+        p.update(E=cfg.EV, mask="none", MT=dt.cl, causal=False, dropout=False)
     if plan is not None:
         p.update(plan.params())
     return p

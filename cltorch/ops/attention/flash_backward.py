@@ -32,7 +32,9 @@ def _dlt(rt, g2, gs, o, cfg, dt, ct, host):
     BH = cfg.B0 * cfg.H
     dlt = Tensor._empty((BH, cfg.L), ct, o.device)
     rows = BH * cfg.L
-    kk = kernel(rt, TEMPLATE, "sdpa_flash_dlt", [None, None] + _OPND + [_L] * 3, **tparams("dlt", dt, ct, cfg))
+    vec = vec_ok([(g2, gs, cfg.EV), (o, [0, 0, 0, cfg.EV, 1], cfg.EV)])     # o: the forward's contiguous output
+    kk = kernel(rt, TEMPLATE, "sdpa_flash_dlt", [None, None] + _OPND + [_L] * 3,
+                **tparams("dlt", dt, ct, cfg, vec=vec))
     gsz, lsz = geometry.nd(rt, (rows,), (int(rt.profile.get_value("sdpa", "local_size", 64)),), kk)
     rt.launch(kk, gsz, lsz, dlt._storage.cl_buffer(), o._storage.cl_buffer(), g2._storage.cl_buffer(), *gs,
               cfg.L, cfg.H, rows)
