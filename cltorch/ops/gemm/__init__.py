@@ -160,10 +160,12 @@ def _make_plan(rt, dt, M, N, K, batch, a, b, c, off_mod):
     off = 2 ** 30 if max(a[0], b[0], c[0]) < 2 ** 30 else _INT_MAX
     big = max(_extent(off, batch, a[3], M, a[1], K, a[2]), _extent(off, batch, b[3], K, b[1], N, b[2]),
               _extent(off, batch, c[3], M, c[1], N, c[2])) > _INT_MAX
-    types = _DTYPES[dt]
-    if design(rt.profile) == "gpu":
-        return gpu.make_plan(rt, dt, types, M, N, K, batch, a, b, c, big, off_mod, GemmError)
-    return cpu.make_plan(rt, dt, types, M, N, K, batch, a, b, c, big, GemmError)
+    return DESIGNS[design(rt.profile)](rt, dt, _DTYPES[dt], M, N, K, batch, a, b, c, big, off_mod, GemmError)
+
+
+# design name (the profile's [gemm] design) -> its plan maker. A design for matrix units (tensor cores, MFMA, DPAS)
+# would be one more entry, chosen by plan.design behind a probe that builds it and checks its numbers.
+DESIGNS = {"cpu": cpu.make_plan, "gpu": gpu.make_plan}
 
 
 def describe(rt, M, N, K, batch=1, dtype=np.float32):

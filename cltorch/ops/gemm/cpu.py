@@ -58,15 +58,16 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def make_plan(rt, dt, types, M, N, K, batch, a, b, c, big, error):
+def make_plan(rt, dt, types, M, N, K, batch, a, b, c, big, off_mod, error):
     """A plan for the product, or for its transpose ``C^T = B^T A^T`` when that reads better.
 
     The register-blocked kernel wants B with unit column stride (read in place) or packs B. When A has
     fewer rows than one tile and B is stored transposed (unit row stride: the weight of a linear
     layer, ``x @ W.T`` with a small batch), packing B would copy the big operand to multiply it once;
     the transposed product reads it in place as its A operand instead and packs only the small one.
-    ``types``: (storage, accumulation) type names; ``big``: an operand passes 2^31 elements; ``error``:
-    the exception class for a bad profile row.
+    ``types``: (storage, accumulation) type names; ``big``: an operand passes 2^31 elements; ``off_mod``: the
+    offsets' residue mod 4 (unused: this design needs element alignment only); ``error``: the exception class for a
+    bad profile row.
     """
     cfg = choose_config(rt.profile, dt, M, N, K)
     if M < int(cfg["mr"]) and b[1] == 1 and b[2] != 1 and N > M:
