@@ -19,9 +19,12 @@ typedef ${idx} I;
 #define NEG_INF (-INFINITY)
 ## Every kernel runs on a 3-d range (x, y, plane) whose global sizes the host rounds up to its work-group
 ## shape: coordinates come from the ids, with no integer division (which PoCL cannot vectorize; measured
-## 45% slower on a flat range). NPL is the plane count.
+## 45% slower on a flat range). NPL is the plane count. A range with more work-groups in dimension 1 or 2 than
+## the device allows (NVIDIA: 65,535) runs as several launches (backend/geometry.py ``pieces``), each given the
+## origin (Y0, Z0) of its part (grid-stride loops instead measured 2-4x slower on PoCL for padding and
+## resampling: its work-item loops no longer vectorize).
 <%def name="grid3(x, y, z, X, Y)">
-    int ${x} = get_global_id(0), ${y} = get_global_id(1), ${z} = get_global_id(2);
+    int ${x} = get_global_id(0), ${y} = get_global_id(1) + Y0, ${z} = get_global_id(2) + Z0;
     if (${x} >= ${X} || ${y} >= ${Y} || ${z} >= NPL) return;</%def>
 
 % if tkh:
@@ -32,7 +35,7 @@ typedef ${idx} I;
 // what -inf plus "larger or NaN" gives).
 __kernel void maxpool_tile(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                            __global ${dt}* Y, __global long* Ix, int with_idx, int C, int H, int W, int OH, int OW,
-                           int NPL)
+                           int NPL, int Y0, int Z0)
 {
 ${grid3("ow", "oh", "pl", "OW", "OH")}
     int p = oh * OW + ow;
@@ -56,7 +59,7 @@ ${grid3("ow", "oh", "pl", "OW", "OH")}
 // elements that no window covers (the last rows/columns when H % ${tkh} or W % ${tkw} != 0) are zeroed by the
 // host first. grad_x is contiguous [planes, H, W]; g and the indices contiguous [planes, OH, OW].
 __kernel void maxpool_tile_bwd(__global const ${dt}* G, I g_off, __global const long* Ix, I i_off,
-                               __global ${dt}* X, int H, int W, int OH, int OW, int NPL)
+                               __global ${dt}* X, int H, int W, int OH, int OW, int NPL, int Y0, int Z0)
 {
 ${grid3("ow", "oh", "pl", "OW", "OH")}
     int p = oh * OW + ow;
@@ -81,7 +84,7 @@ inline int ad_end(int o, int isz, int osz) { return (int)(((long)(o + 1) * isz +
 __kernel void maxpool_fwd${sfx}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                              __global ${dt}* Y, __global long* Ix, int with_idx,
                              int C, int H, int W, int OH, int OW,
-                             int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int NPL)
+                             int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int NPL, int Y0, int Z0)
 {
 ${grid3("ow", "oh", "pl", "OW", "OH")}
     int p = oh * OW + ow;
@@ -113,7 +116,7 @@ ${grid3("ow", "oh", "pl", "OW", "OH")}
 // g and the indices are read contiguous [planes, OH, OW]; grad_x is written contiguous [planes, H, W].
 __kernel void maxpool_scatter${sfx}(__global const ${dt}* G, I g_off, __global const long* Ix, I i_off,
                                  __global ${dt}* X, int H, int W, int OH, int OW,
-                                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int NPL)
+                                 int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, int NPL, int Y0, int Z0)
 {
 ${grid3("w", "h", "pl", "W", "H")}
     int q = h * W + w;
@@ -153,7 +156,7 @@ ${grid3("w", "h", "pl", "W", "H")}
 // y[pl, o] = x[pl, idx[pl, o]]: the adjoint of maxpool_scatter (double backward of max pooling).
 // x is read contiguous [planes, H*W]; y and idx are contiguous [planes, OHW].
 __kernel void maxpool_gather(__global const ${dt}* X, I x_off, __global const long* Ix, I i_off,
-                             __global ${dt}* Y, int HW, int OHW, int NPL)
+                             __global ${dt}* Y, int HW, int OHW, int NPL, int Y0, int Z0)
 {
 ${grid3("p", "_y", "pl", "OHW", "1")}
     long k = Ix[i_off + (I)pl * OHW + p];
@@ -178,7 +181,7 @@ inline int avg_window(int o, int s, int p, int k, int L, int* a, int* b)
 <% sfx = "_adaptive" if ad else "" %>
 __kernel void avgpool_fwd${sfx}(__global const ${dt}* X, I x_off, I x_sn, I x_sc, I x_sh, I x_sw,
                              __global ${dt}* Y, int C, int H, int W, int OH, int OW,
-                             int KH, int KW, int sh, int sw, int ph, int pw, int include_pad, int divisor, int NPL)
+                             int KH, int KW, int sh, int sw, int ph, int pw, int include_pad, int divisor, int NPL, int Y0, int Z0)
 {
 ${grid3("ow", "oh", "pl", "OW", "OH")}
     int p = oh * OW + ow;
@@ -205,7 +208,7 @@ ${grid3("ow", "oh", "pl", "OW", "OH")}
 // g read contiguous [planes, OH, OW] at g_off; grad_x written contiguous [planes, H, W].
 __kernel void avgpool_bwd${sfx}(__global const ${dt}* G, I g_off, __global ${dt}* X,
                              int H, int W, int OH, int OW,
-                             int KH, int KW, int sh, int sw, int ph, int pw, int include_pad, int divisor, int NPL)
+                             int KH, int KW, int sh, int sw, int ph, int pw, int include_pad, int divisor, int NPL, int Y0, int Z0)
 {
 ${grid3("w", "h", "pl", "W", "H")}
     int q = h * W + w;
@@ -260,7 +263,7 @@ inline int pad_src(int i, int L, int mode)
 }
 
 __kernel void pad1d_fwd(__global const ${dt}* X, I x_off, __global ${dt}* Y,
-                        int L, int inner, int a, int b, int mode, int NPL)
+                        int L, int inner, int a, int b, int mode, int NPL, int Y0, int Z0)
 {
     int Lo = L + a + b;
 ${grid3("r", "o", "ou", "inner", "Lo")}
@@ -271,7 +274,7 @@ ${grid3("r", "o", "ou", "inner", "Lo")}
 
 // The adjoint: grad_x[ou, i, r] = sum of g[ou, o, r] over the o with pad_src(o - a) == i.
 __kernel void pad1d_bwd(__global const ${dt}* G, I g_off, __global ${dt}* X,
-                        int L, int inner, int a, int b, int mode, int NPL)
+                        int L, int inner, int a, int b, int mode, int NPL, int Y0, int Z0)
 {
 ${grid3("r", "i", "ou", "inner", "L")}
     int e = i * inner + r;
@@ -318,7 +321,7 @@ inline ${dt} lin_src(int o, ${dt} scale, int align)
 
 __kernel void resample_fwd(__global const ${dt}* X, I x_off, I x_so, I x_sl, I x_si,
                            __global ${dt}* Y, int L, int Lo, int inner, int mode, int align,
-                           float fscale, ${dt} scale, int NPL)
+                           float fscale, ${dt} scale, int NPL, int Y0, int Z0)
 {
 ${grid3("r", "o", "ou", "inner", "Lo")}
     int e = o * inner + r;
@@ -340,7 +343,7 @@ ${grid3("r", "o", "ou", "inner", "Lo")}
 // The candidate range [olo, ohi) comes from the host (a superset); each candidate is checked exactly.
 __kernel void resample_bwd(__global const ${dt}* G, I g_off, __global ${dt}* X,
                            int L, int Lo, int inner, int mode, int align, float fscale, ${dt} scale,
-                           ${dt} inv, int margin, int NPL)
+                           ${dt} inv, int margin, int NPL, int Y0, int Z0)
 {
 ${grid3("r", "i", "ou", "inner", "L")}
     int e = i * inner + r;

@@ -31,6 +31,7 @@ _PLAN_CACHES = {
     "cltorch.ops.gemm": ("_plans",), "cltorch.ops.attention.plan": ("_plans",),
     "cltorch.ops.softmax": ("_KERNELS",), "cltorch.ops.conv.launch": ("_kcache",),
     "cltorch.ops.conv.igemm": ("_kcache", "_plans"), "cltorch.ops.pool": ("_kcache",),
+    "cltorch.ops.global_pool": ("_kernels",),
     "cltorch.ops.indexing": ("_kernels",), "cltorch.ops.sortscan": ("_kernels",),
     "cltorch.optim._fused": ("_kernels",), "cltorch.ops._philox_launch": ("_KERNELS",),
 }

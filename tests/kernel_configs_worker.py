@@ -1,16 +1,19 @@
 """One process of tests/test_kernel_configs.py: every kernel template on one device under one profile.
 
-Run as ``python tests/kernel_configs_worker.py DEVICE SIZE`` with the profile chosen by the environment
+Run as ``python tests/kernel_configs_worker.py DEVICE SIZE [FAMILIES]`` with the profile chosen by the environment
 (``CLTORCH_PROFILE`` and ``CLTORCH_PROFILE_ONLY=1``; profiles load once per process, which is why each
 configuration is a process of its own). ``SIZE`` is ``edge`` (shapes that leave partial tiles and partial
-work-groups in every kernel's GPU and CPU configurations) or ``tiny`` (the smallest shapes that still cover
-each code path, for Oclgrind, which simulates every work-item). Each case computes on ``DEVICE`` and
-compares with torch (the oracle, on the host, in float64 where it matters) or with the numpy Philox
-reference. The last line of stdout is JSON: ``{"profile": ..., "cases": {name: null | "error text"}}``.
-Oclgrind's diagnostics go to stderr; the test reads them there.
+work-groups in every kernel's GPU and CPU configurations), ``tiny`` (the smallest shapes that still cover each
+code path, for Oclgrind, which simulates every work-item), ``stress`` (shapes that stress launch geometry under
+the vendor's emulated limits: see "stress cases"), or modes joined by "+" (``edge+stress``: one process, one
+import). The cases are one table, ``CASES``, a row per op family (FAMILIES: a comma-separated subset). Each case
+computes on ``DEVICE`` and compares with torch (the oracle, on the host, in float64 where it matters), numpy or
+the numpy Philox reference. The last line of stdout is JSON: ``{"profile": ..., "families": {mode: [names]},
+"cases": {mode: {name: null | "error text"}}}``. Oclgrind's diagnostics go to stderr; the test reads them there.
 """
 import json
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -19,7 +22,7 @@ import torch
 import cltorch as ct
 
 DEV = sys.argv[1] if len(sys.argv) > 1 else "cl:0"
-SIZE = sys.argv[2] if len(sys.argv) > 2 else "edge"
+SIZE = sys.argv[2] if len(sys.argv) > 2 else "edge"          # a mode, or modes joined by "+"
 TINY = SIZE == "tiny"
 rng = np.random.default_rng(1234)
 
@@ -69,7 +72,7 @@ def fwd_bwd(name, f_ct, f_t, inputs, rtol=1e-4, atol=1e-5, seed_grad=True):
     close(name, out, ref, rtol, atol)
     if not any(g for _, g in inputs):
         return
-    go = arr(*ref.shape) if seed_grad and ref.dim() else np.ones(ref.shape, np.float32)
+    go = (arr(*ref.shape) if seed_grad and ref.dim() else np.ones(ref.shape)).astype(ref.detach().numpy().dtype)
     out.backward(C(go))
     ref.backward(T(go))
     for i, ((_, g), x, y) in enumerate(zip(inputs, xs, ys)):
@@ -434,7 +437,348 @@ def philox():
         raise AssertionError(f"dropout zeroed {frac:.2f} of the elements, not about 0.25")
 
 
-CASES = [elementwise, reduction, gemm, conv, pool, norm, softmax, loss, sdpa, scan_sort, index, optim, rnn, philox]
+def fft():
+    n1, n2 = (8, 6) if TINY else (48, 37)          # Stockham radices 2 and 3; Bluestein for 37
+    for n in (n1, n2):
+        z = (arr(3, n) + 1j * arr(3, n)).astype(np.complex64)
+        close(f"fft {n}", ct.fft.fft(C(z)), torch.fft.fft(T(z)), 1e-4, 1e-5)
+        close(f"ifft {n}", ct.fft.ifft(C(z)), torch.fft.ifft(T(z)), 1e-4, 1e-5)
+    r = arr(2, 2 * n1)
+    close("rfft", ct.fft.rfft(C(r)), torch.fft.rfft(T(r)), 1e-4, 1e-5)
+
+
+# ----------------------------------------------------------------------------------------------- stress cases
+# SIZE "stress": the shapes that stress launch geometry (backend/geometry.py) under each vendor's emulated limits
+# (the profile's [limits]: NVIDIA 1,024 work-items per group, (1024, 1024, 64) per dimension, 65,535 work-groups in
+# dimensions 1 and 2, 48 KiB local memory; AMD; Intel GPU 512; Apple 256 and 32 KiB): 1 x 1 outputs, N x C far above
+# 64 (8 x 96 planes, the global pooling that every ResNet- or MobileNet-style model ends with), more than 65,535
+# rows (ROWS, with 1 or 2 columns: cheap), very short and very long rows, empty tensors. Small tensors wherever the
+# geometry, not the size, is the point.
+ROWS = 70001
+
+
+def elementwise_stress():
+    close("empty + 1", C(arr(0, 5)) + 1, T(arr(0, 5)) + 1)
+    one = arr(1, 1)
+    close("1 x 1 exp", ct.exp(C(one)), torch.exp(T(one)), 1e-6, 0)
+    m = arr(ROWS, 2)
+    close("rows x 2, broadcast column", C(m) * C(m[:, :1]), T(m) * T(m[:, :1]))
+    close("2 x rows, transposed", C(m).t() + C(m[:, 1:]).t(), T(m).t() + T(m[:, 1:]).t())
+    long = arr(1, ROWS)
+    close("one long row, tanh", ct.tanh(C(long)), torch.tanh(T(long)), 1e-5, 1e-6)
+
+
+def reduction_stress():
+    m = arr(ROWS, 2)
+    for dim in (0, 1):
+        close(f"rows x 2 sum dim {dim}", C(m).sum(dim), T(m.astype(np.float64)).sum(dim), 1e-5, 2e-3)
+        close(f"rows x 2 amax dim {dim}", C(m).amax(dim), T(m).amax(dim), 0, 0)
+        equal(f"rows x 2 argmax dim {dim}", C(m).argmax(dim), T(m).argmax(dim))
+    t = m.T.copy()
+    close("2 x rows sum dim 1 (long rows)", C(t).sum(1), T(t.astype(np.float64)).sum(1), 1e-5, 2e-3)
+    planes = arr(8 * 96, 49)
+    close("768 planes of 49, mean", C(planes).mean(1), T(planes).mean(1), 1e-5, 1e-6)
+    one = arr(1, 1)
+    close("1 x 1 sum dim 1", C(one).sum(1), T(one).sum(1), 0, 0)
+    close("empty sum dim 0", C(arr(0, 3)).sum(0), T(arr(0, 3)).sum(0))
+    close("empty rows sum dim 1", C(arr(3, 0)).sum(1), T(arr(3, 0)).sum(1))
+    close("rows x 2 var dim 1", C(m).var(1), T(m).var(1), 1e-4, 1e-5)
+
+
+def gemm_stress():
+    a, b = arr(1, 300), arr(300, 1)
+    close("1 x 1 output (K 300)", C(a) @ C(b), T(a.astype(np.float64)) @ T(b.astype(np.float64)), 1e-5, 1e-5)
+    a, b = arr(ROWS, 2), arr(2, 3)
+    close("rows x 2 @ 2 x 3", C(a) @ C(b), T(a) @ T(b), 1e-5, 1e-6)
+    a, b = arr(3, ROWS), arr(ROWS, 2)
+    close("long K", C(a) @ C(b), T(a.astype(np.float64)) @ T(b.astype(np.float64)), 1e-4, 5e-3)
+    a, b = arr(ROWS, 1, 2), arr(ROWS, 2, 1)
+    close("bmm, rows batches of 1 x 1", ct.bmm(C(a), C(b)), torch.bmm(T(a), T(b)), 1e-5, 1e-6)
+    close("empty M", C(arr(0, 3)) @ C(arr(3, 4)), T(arr(0, 3)) @ T(arr(3, 4)))
+    close("empty K", C(arr(3, 0)) @ C(arr(0, 4)), T(arr(3, 0)) @ T(arr(0, 4)))
+    fwd_bwd("linear, rows", lambda x, w: ct.nn.functional.linear(x, w), lambda x, w: torch.nn.functional.linear(x, w),
+            [(arr(ROWS, 2), True), (arr(3, 2), True)], 1e-4, 1e-5)
+
+
+def conv_stress():
+    F_, TF = ct.nn.functional, torch.nn.functional
+    fwd_bwd("conv2d to 1 x 1", lambda x, w: F_.conv2d(x, w), lambda x, w: TF.conv2d(x, w),
+            [(arr(2, 3, 3, 3), True), (arr(4, 3, 3, 3), True)], 1e-4, 1e-5)
+    fwd_bwd("depthwise 3 x 3, 8 x 96 planes", lambda x, w: F_.conv2d(x, w, None, 1, 1, 1, 96),
+            lambda x, w: TF.conv2d(x, w, None, 1, 1, 1, 96), [(arr(8, 96, 7, 7), True), (arr(96, 1, 3, 3), True)],
+            1e-4, 1e-5)
+    fwd_bwd("pointwise 1 x 1, 8 x 96 planes", lambda x, w: F_.conv2d(x, w), lambda x, w: TF.conv2d(x, w),
+            [(arr(8, 96, 7, 7), True), (arr(24, 96, 1, 1), True)], 1e-4, 1e-5)
+    fwd_bwd("conv1d, one long row", lambda x, w: F_.conv1d(x, w, padding=1), lambda x, w: TF.conv1d(x, w, padding=1),
+            [(arr(1, 1, ROWS), True), (arr(2, 1, 3), True)], 1e-4, 1e-5)
+    fwd_bwd("conv1d, rows samples", lambda x, w: F_.conv1d(x, w), lambda x, w: TF.conv1d(x, w),
+            [(arr(ROWS, 1, 3), True), (arr(2, 1, 2), True)], 1e-4, 1e-4)
+    close("conv2d, empty batch", F_.conv2d(C(arr(0, 3, 5, 5)), C(arr(2, 3, 3, 3))),
+          TF.conv2d(T(arr(0, 3, 5, 5)), T(arr(2, 3, 3, 3))))
+
+
+def pool_stress():
+    F_, TF = ct.nn.functional, torch.nn.functional
+    g = arr(8, 96, 7, 7)
+    g[0, 0, 3, 3] = np.nan
+    g[1, 2, :, :] = -np.inf
+    g[2, 3, 1, 1] = g[2, 3, 5, 5] = 9.0                       # a tie: the first wins
+    for cl in (False, True):
+        fmt = " channels_last" if cl else ""
+        to = (lambda t: t.contiguous(memory_format=ct.channels_last)) if cl else (lambda t: t)
+        tt = (lambda t: t.contiguous(memory_format=torch.channels_last)) if cl else (lambda t: t)
+        fwd_bwd("global avg 8 x 96" + fmt, lambda x: F_.adaptive_avg_pool2d(to(x), 1),
+                lambda x: TF.adaptive_avg_pool2d(tt(x), 1), [(arr(8, 96, 7, 7), True)], 1e-5, 1e-6)
+        y, i = F_.adaptive_max_pool2d(to(C(g)), 1, return_indices=True)
+        ry, ri = TF.adaptive_max_pool2d(tt(T(g)), 1, return_indices=True)
+        close("global max 8 x 96" + fmt, y, ry, 0, 0)
+        equal("global max indices (NaN, -inf, ties)" + fmt, i, ri)
+        if tuple(y.stride()) != tuple(ry.stride()):
+            raise AssertionError(f"global max{fmt}: strides {tuple(y.stride())} != torch's {tuple(ry.stride())}")
+    fwd_bwd("global max 8 x 96 backward", lambda x: F_.adaptive_max_pool2d(x, 1), lambda x: TF.adaptive_max_pool2d(x, 1),
+            [(arr(8, 96, 7, 7), True)], 1e-5, 1e-6)
+    g64 = arr(8, 96, 4, 4, dtype=np.float64)
+    close("global avg float64", F_.adaptive_avg_pool2d(C(g64), 1), TF.adaptive_avg_pool2d(T(g64), 1), 1e-12, 0)
+    fwd_bwd("avg_pool2d, one window of the plane", lambda x: F_.avg_pool2d(x, 7), lambda x: TF.avg_pool2d(x, 7),
+            [(arr(8, 96, 7, 7), True)], 1e-5, 1e-6)
+    fwd_bwd("global avg 1-d", lambda x: F_.adaptive_avg_pool1d(x, 1), lambda x: TF.adaptive_avg_pool1d(x, 1),
+            [(arr(8, 96, 49), True)], 1e-5, 1e-6)
+    v = arr(2, 40, 3, 4, 5)
+    y, i = F_.adaptive_max_pool3d(C(v), 1, return_indices=True)
+    ry, ri = TF.adaptive_max_pool3d(T(v), 1, return_indices=True)
+    close("global max 3-d", y, ry, 0, 0)
+    equal("global max 3-d indices", i, ri)
+    fwd_bwd("global avg 3-d", lambda x: F_.adaptive_avg_pool3d(x, 1), lambda x: TF.adaptive_avg_pool3d(x, 1),
+            [(v, True)], 1e-5, 1e-6)
+    fwd_bwd("max_pool2d, rows planes (tiling)", lambda x: F_.max_pool2d(x, 2), lambda x: TF.max_pool2d(x, 2),
+            [(arr(1, ROWS, 2, 2), True)])
+    fwd_bwd("avg_pool2d, rows planes", lambda x: F_.avg_pool2d(x, 3, 1, 1), lambda x: TF.avg_pool2d(x, 3, 1, 1),
+            [(arr(ROWS, 1, 2, 2), True)])
+    fwd_bwd("max_pool1d, one long row", lambda x: F_.max_pool1d(x, 3, 2), lambda x: TF.max_pool1d(x, 3, 2),
+            [(arr(1, 1, ROWS), True)])
+    fwd_bwd("max_pool2d of 1 x 1 planes", lambda x: F_.max_pool2d(x, 1), lambda x: TF.max_pool2d(x, 1),
+            [(arr(2, 3, 1, 1), True)])
+    close("max_pool2d, empty batch", F_.max_pool2d(C(arr(0, 3, 4, 4)), 2), TF.max_pool2d(T(arr(0, 3, 4, 4)), 2))
+    close("adaptive avg, empty batch", F_.adaptive_avg_pool2d(C(arr(0, 3, 4, 4)), 1),
+          TF.adaptive_avg_pool2d(T(arr(0, 3, 4, 4)), 1))
+    # (a launch over more work-groups than a dimension allows runs in parts: test_kernel_configs.py's
+    # test_launch_in_parts fakes a small limit for that, as rows x 65 here would cost 18 MB)
+    fwd_bwd("reflect pad, rows of 3", lambda x: F_.pad(x, (0, 0, 2, 1), mode="reflect"),
+            lambda x: TF.pad(x, (0, 0, 2, 1), mode="reflect"), [(arr(1, 1, ROWS, 3), True)])
+    fwd_bwd("bilinear upsampling, 8 x 96 planes", lambda x: F_.interpolate(x, scale_factor=2, mode="bilinear"),
+            lambda x: TF.interpolate(x, scale_factor=2, mode="bilinear"), [(arr(8, 96, 2, 3), True)])
+
+
+def norm_stress():
+    F_, TF = ct.nn.functional, torch.nn.functional
+    # (float64: the gradient of a 2-element layer_norm is ill-conditioned where the two are close)
+    fwd_bwd("layer_norm, rows x 2", lambda x: F_.layer_norm(x, (2,)), lambda x: TF.layer_norm(x, (2,)),
+            [(arr(ROWS, 2, dtype=np.float64), True)], 1e-9, 1e-9)
+    L = ROWS
+    fwd_bwd("layer_norm, one long row", lambda x, w: F_.layer_norm(x, (L,), w), lambda x, w: TF.layer_norm(x, (L,), w),
+            [(arr(1, L), True), (arr(L), True)], 1e-4, 1e-5)
+    fwd_bwd("batch_norm, 8 x 96 of 1 x 1", lambda x, w, b: F_.batch_norm(x, None, None, w, b, training=True),
+            lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True),
+            [(arr(8, 96, 1, 1), True), (arr(96), True), (arr(96), True)], 1e-4, 1e-5)
+    fwd_bwd("batch_norm, rows samples", lambda x: F_.batch_norm(x, None, None, training=True),
+            lambda x: TF.batch_norm(x, None, None, training=True), [(arr(ROWS, 2), True)], 1e-4, 1e-5)
+    fwd_bwd("group_norm, 8 x 96", lambda x: F_.group_norm(x, 32), lambda x: TF.group_norm(x, 32),
+            [(arr(8, 96, 3, 3), True)], 1e-4, 1e-5)
+    fwd_bwd("rms_norm, rows x 2", lambda x: F_.rms_norm(x, (2,)), lambda x: TF.rms_norm(x, (2,)),
+            [(arr(ROWS, 2), True)], 1e-4, 1e-5)
+    close("layer_norm, empty batch", F_.layer_norm(C(arr(0, 5)), (5,)), TF.layer_norm(T(arr(0, 5)), (5,)))
+
+
+def softmax_stress():
+    m = arr(ROWS, 2) * 4
+    for dim in (1, 0):
+        fwd_bwd(f"softmax rows x 2 dim {dim}", lambda x: ct.softmax(x, dim), lambda x: torch.softmax(x, dim),
+                [(m, True)], 1e-4, 1e-6)
+    fwd_bwd("log_softmax, one long row", lambda x: ct.log_softmax(x, 1), lambda x: torch.log_softmax(x, 1),
+            [(arr(1, ROWS) * 4, True)], 1e-4, 1e-5)
+    fwd_bwd("softmax 3 x 1", lambda x: ct.softmax(x, 1), lambda x: torch.softmax(x, 1), [(arr(3, 1), True)])
+    close("softmax, empty", ct.softmax(C(arr(0, 5)), 1), torch.softmax(T(arr(0, 5)), 1))
+
+
+def loss_stress():
+    F_, TF = ct.nn.functional, torch.nn.functional
+    tgt = rng.integers(0, 2, ROWS)
+    fwd_bwd("cross_entropy, rows x 2", lambda x: F_.cross_entropy(x, ct.from_numpy(tgt).to(DEV)),
+            lambda x: TF.cross_entropy(x, torch.from_numpy(tgt)), [(arr(ROWS, 2) * 3, True)], 1e-4, 1e-6,
+            seed_grad=False)
+    t1 = rng.integers(0, ROWS, 1)
+    fwd_bwd("cross_entropy, one long row", lambda x: F_.cross_entropy(x, ct.from_numpy(t1).to(DEV)),
+            lambda x: TF.cross_entropy(x, torch.from_numpy(t1)), [(arr(1, ROWS), True)], 1e-4, 1e-6,
+            seed_grad=False)
+    fwd_bwd("nll_loss sum, rows x 2", lambda x: F_.nll_loss(x, ct.from_numpy(tgt).to(DEV), reduction="sum"),
+            lambda x: TF.nll_loss(x, torch.from_numpy(tgt), reduction="sum"), [(arr(ROWS, 2), True)], 1e-4, 1e-4,
+            seed_grad=False)
+    fwd_bwd("mse_loss, rows x 1", lambda x, y: F_.mse_loss(x, y), lambda x, y: TF.mse_loss(x, y),
+            [(arr(ROWS, 1), True), (arr(ROWS, 1), False)], 1e-5, 1e-6, seed_grad=False)
+    e = np.zeros(0, np.int64)
+    close("cross_entropy sum, empty batch", F_.cross_entropy(C(arr(0, 3)), ct.from_numpy(e).to(DEV), reduction="sum"),
+          TF.cross_entropy(T(arr(0, 3)), torch.from_numpy(e), reduction="sum"))
+
+
+def sdpa_stress():
+    f_ct = ct.nn.functional.scaled_dot_product_attention
+    f_t = torch.nn.functional.scaled_dot_product_attention
+    fwd_bwd("sdpa L = S = 1", f_ct, f_t, [(arr(2, 3, 1, 8), True), (arr(2, 3, 1, 8), True), (arr(2, 3, 1, 8), True)],
+            1e-4, 1e-5)
+    fwd_bwd("sdpa, rows batches", f_ct, f_t, [(arr(ROWS, 1, 2, 4), True), (arr(ROWS, 1, 3, 4), True),
+                                             (arr(ROWS, 1, 3, 4), True)], 1e-4, 1e-5)
+    S = 2049
+    fwd_bwd("sdpa, long S", f_ct, f_t, [(arr(1, 1, 2, 16), True), (arr(1, 1, S, 16), True),
+                                       (arr(1, 1, S, 16), True)], 1e-4, 1e-5)
+    close("sdpa, empty batch", f_ct(C(arr(0, 2, 3, 8)), C(arr(0, 2, 3, 8)), C(arr(0, 2, 3, 8))),
+          f_t(T(arr(0, 2, 3, 8)), T(arr(0, 2, 3, 8)), T(arr(0, 2, 3, 8))))
+
+
+def scan_sort_stress():
+    m = arr(ROWS, 2)
+    for dim in (1, 0):
+        close(f"cumsum rows x 2 dim {dim}", ct.cumsum(C(m), dim), torch.cumsum(T(m.astype(np.float64)), dim),
+              1e-5, 1e-3)
+        v, i = ct.cummax(C(m), dim)
+        rv, ri = torch.cummax(T(m), dim)
+        close(f"cummax dim {dim}", v, rv, 0, 0)
+        equal(f"cummax indices dim {dim}", i, ri)
+        s, si = ct.sort(C(m), dim, stable=True)
+        rs, rsi = torch.sort(T(m), dim=dim, stable=True)
+        close(f"sort rows x 2 dim {dim}", s, rs, 0, 0)
+        equal(f"sort indices dim {dim}", si, rsi)
+    long = arr(1, ROWS)
+    close("cumsum, one long row", ct.cumsum(C(long), 1), torch.cumsum(T(long.astype(np.float64)), 1), 1e-5, 1e-3)
+    tv, ti = ct.topk(C(long), 5, 1)
+    rv, ri = torch.topk(T(long), 5, 1)
+    close("topk, one long row", tv, rv, 0, 0)
+    equal("topk indices", ti, ri)
+    s, si = ct.sort(C(arr(0, 3)), 1)
+    close("sort, empty", s, torch.sort(T(arr(0, 3)), 1)[0])
+    one = arr(1, 1)
+    close("cumsum 1 x 1", ct.cumsum(C(one), 1), torch.cumsum(T(one), 1), 0, 0)
+
+
+def index_stress():
+    a = arr(ROWS, 2)
+    idx = rng.integers(0, ROWS, ROWS).astype(np.int64)
+    close("index_select, rows indices", ct.index_select(C(a), 0, C(idx)), torch.index_select(T(a), 0, T(idx)), 0, 0)
+    g = rng.integers(0, 2, a.shape).astype(np.int64)
+    close("gather rows x 2", ct.gather(C(a), 1, C(g)), torch.gather(T(a), 1, T(g)), 0, 0)
+    close("scatter_add rows x 2", ct.zeros(a.shape, device=DEV).scatter_add(1, C(g), C(a)),
+          torch.zeros(a.shape).scatter_add(1, T(g), T(a)), 1e-5, 1e-6)
+    m = a > 0.2
+    close("masked_select rows x 2", C(a)[C(m)], T(a)[T(m)], 0, 0)
+    equal("nonzero rows x 2", ct.nonzero(C(m)), torch.nonzero(T(m)))
+    x, y = ct.zeros(ROWS, device=DEV), torch.zeros(ROWS)
+    vals = arr(ROWS)
+    x.index_put_((C(idx),), C(vals), accumulate=True)
+    y.index_put_((T(idx),), T(vals), accumulate=True)
+    close("index_put accumulate, rows", x, y, 1e-5, 1e-6)
+    e = np.zeros(0, np.int64)
+    close("index_select, no indices", ct.index_select(C(a), 0, C(e)), torch.index_select(T(a), 0, T(e)))
+    one = arr(1, 1)
+    close("gather 1 x 1", ct.gather(C(one), 1, C(np.zeros((1, 1), np.int64))),
+          torch.gather(T(one), 1, torch.zeros((1, 1), dtype=torch.int64)), 0, 0)
+
+
+def optim_stress():
+    # against PyTorch's formulas in float64 numpy (torch.optim's first step costs 1.7 s of imports; the edge cases
+    # compare with torch.optim itself)
+    lr, mom, b1, b2, eps = 0.01, 0.9, 0.9, 0.999, 1e-8
+    for name in ("Adam", "SGD"):
+        ws = [arr(1), arr(ROWS), arr(0)]
+        ps = [ct.nn.Parameter(C(w)) for w in ws]
+        ref = [w.astype(np.float64) for w in ws]
+        st = [[np.zeros_like(w), np.zeros_like(w)] for w in ref]
+        o = ct.optim.Adam(ps, lr=lr) if name == "Adam" else ct.optim.SGD(ps, lr=lr, momentum=mom)
+        for step in range(1, 3):
+            for p, w, (m, v) in zip(ps, ref, st):
+                gr = arr(*w.shape)
+                p.grad = C(gr)
+                g = gr.astype(np.float64)
+                if name == "Adam":
+                    m[:] = b1 * m + (1 - b1) * g
+                    v[:] = b2 * v + (1 - b2) * g * g
+                    w -= lr / (1 - b1 ** step) * m / (np.sqrt(v) / np.sqrt(1 - b2 ** step) + eps)
+                else:
+                    m[:] = g if step == 1 else mom * m + g
+                    w -= lr * m
+            o.step()
+        for i, (p, w) in enumerate(zip(ps, ref)):
+            close(f"{name} parameter of {w.size} after 2 steps", p, w, 1e-5, 1e-6)
+
+
+def rnn_stress():
+    torch.manual_seed(0)
+    for kind, (T_, B, I, H) in (("GRU", (2, ROWS, 2, 2)), ("LSTM", (3, 1, 1, 1))):
+        ref = getattr(torch.nn, kind)(I, H)
+        mod = getattr(ct.nn, kind)(I, H).to(DEV)
+        with ct.no_grad():
+            for p1, p2 in zip(mod.parameters(), ref.parameters()):
+                p1.copy_(C(p2.detach().numpy()))
+        x = arr(T_, B, I)
+        xc, xt = C(x, grad=True), T(x, grad=True)
+        yc, yt = mod(xc)[0], ref(xt)[0]
+        close(f"{kind} {T_}x{B}x{I}, hidden {H}: output", yc, yt, 1e-4, 1e-5)
+        go = arr(*yt.shape)
+        yc.backward(C(go))
+        yt.backward(T(go))
+        close(f"{kind} {T_}x{B}x{I}, hidden {H}: input grad", xc.grad, xt.grad, 1e-3, 1e-5)
+
+
+def philox_stress():
+    from cltorch.backend import runtime
+    from cltorch.ops import _philox_launch as L, _philox_ref as R
+    import pyopencl as cl
+    rt = runtime(ct.device(DEV).index if ct.device(DEV).index is not None else 0)
+    for n in (1, ROWS):
+        host_ = np.full(n + 2, 77, np.float32)
+        buf = cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=host_)
+        L.fill_uniform(rt, buf, 1, n, np.float32, 99, 3)
+        cl.enqueue_copy(rt.queue, host_, buf)
+        rt.queue.finish()
+        if host_[0] != 77 or host_[n + 1] != 77:
+            raise AssertionError(f"philox uniform of {n}: wrote outside its range")
+        equal(f"philox uniform of {n}", host_[1:1 + n].view(np.uint8), R.uniform(99, 3, n, np.float32).view(np.uint8))
+    if L.fill_uniform(rt, buf, 0, 0, np.float32, 99, 3) != 0:
+        raise AssertionError("philox: an empty fill launched")
+    if tuple(ct.rand(0, 3, device=DEV).shape) != (0, 3):
+        raise AssertionError("rand of an empty shape")
+
+
+def fft_stress():
+    z = (arr(ROWS, 2) + 1j * arr(ROWS, 2)).astype(np.complex64)
+    close("fft of rows x 2", ct.fft.fft(C(z)), torch.fft.fft(T(z)), 1e-5, 1e-5)
+    r = arr(ROWS, 4)
+    close("rfft of rows x 4", ct.fft.rfft(C(r)), torch.fft.rfft(T(r)), 1e-5, 1e-5)
+    b = arr(1, ROWS)                                  # Bluestein: 70001 is not smooth
+    close("rfft, one long row", ct.fft.rfft(C(b)), torch.fft.rfft(T(b.astype(np.float64))), 1e-4, 1e-2)
+    close("fft of length 1", ct.fft.fft(C(z[:3, :1])), np.fft.fft(z[:3, :1]), 0, 0)     # (torch's MKL refuses n = 1)
+    close("fft, empty batch", ct.fft.fft(C(z[:0])), np.fft.fft(z[:0]))
+
+
+# ----------------------------------------------------------------------------------------------- the table
+# One row per op family: (name, edge/tiny case, stress case). The first runs for SIZE "edge" and "tiny" (it reads
+# TINY), the second for SIZE "stress". A new family adds one row; tests/test_kernel_configs.py checks that every
+# row ran.
+CASES = [
+    ("elementwise", elementwise, elementwise_stress),
+    ("reduction", reduction, reduction_stress),
+    ("gemm", gemm, gemm_stress),
+    ("conv", conv, conv_stress),
+    ("pool", pool, pool_stress),
+    ("norm", norm, norm_stress),
+    ("softmax", softmax, softmax_stress),
+    ("loss", loss, loss_stress),
+    ("sdpa", sdpa, sdpa_stress),
+    ("scan_sort", scan_sort, scan_sort_stress),
+    ("index", index, index_stress),
+    ("optim", optim, optim_stress),
+    ("rnn", rnn, rnn_stress),
+    ("philox", philox, philox_stress),
+    ("fft", fft, fft_stress),
+]
 
 
 def main():
@@ -442,19 +786,26 @@ def main():
     from cltorch.backend import runtime
     idx = ct.device(DEV).index
     prof = runtime(idx if idx is not None else 0).profile
-    results = {}
-    for case in CASES:
-        if only and case.__name__ not in only:
-            continue
-        print(f"case {case.__name__}", file=sys.stderr, flush=True)   # Oclgrind's reports follow their case
-        try:
-            case()
-            ct.cl.synchronize()
-            results[case.__name__] = None
-        except Exception as e:  # noqa: BLE001 - every failure is reported, with its traceback
-            results[case.__name__] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
+    families, results = {}, {}
+    for mode in SIZE.split("+"):          # e.g. "edge+stress": both in one process (one import, shared kernels)
+        col = 2 if mode == "stress" else 1
+        families[mode] = [row[0] for row in CASES if row[col] is not None]
+        results[mode] = res = {}
+        for row in CASES:
+            name, fn = row[0], row[col]
+            if fn is None or (only and name not in only):
+                continue
+            print(f"case {name}", file=sys.stderr, flush=True)   # Oclgrind's reports follow their case
+            t0 = time.process_time()
+            try:
+                fn()
+                ct.cl.synchronize()
+                res[name] = None
+            except Exception as e:  # noqa: BLE001 - every failure is reported, with its traceback
+                res[name] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
+            print(f"time {mode} {name} {time.process_time() - t0:.2f} s of CPU", file=sys.stderr, flush=True)
     print(json.dumps({"profile": prof.name, "sources": prof.sources, "platform": runtime(idx or 0).info.platform,
-                      "cases": results}))
+                      "families": families, "cases": results}))
 
 
 if __name__ == "__main__":

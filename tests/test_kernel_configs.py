@@ -9,6 +9,10 @@ AMD, Intel or Apple GPU; ``cpu.toml`` and ``pocl-cpu.toml`` for PoCL's CPU), loa
 ``CLTORCH_PROFILE_ONLY=1``. Profiles load once per process, so each configuration runs
 ``tests/kernel_configs_worker.py`` in a child process.
 
+The GPU configurations also run at shapes that stress launch geometry under the vendor's launch limits (the
+profile's ``[limits]``, which ``backend/geometry.py`` applies on any device: that is how a CPU device emulates
+NVIDIA's 64 work-items in dimension 2 or Apple's 256 per group); see the worker's "stress cases".
+
 Oclgrind (``pip install "cltorch[vendors]"``) simulates each work-item and reports invalid (out-of-bounds)
 accesses, data races (``OCLGRIND_DATA_RACES=1``) and barrier divergence on stderr; the bar is zero reports.
 Its uninitialized-value plugin stays off (it aborts on LLVM's ``freeze`` instruction). It is slow: the worker's
@@ -107,17 +111,43 @@ def _oclgrind_device():
     return None
 
 
-def _failures(res):
-    return {k: v for k, v in res["cases"].items() if v is not None}
+def _failures(res, mode):
+    return {k: v for k, v in res["cases"][mode].items() if v is not None}
+
+
+GPU_KINDS = [k for k in KINDS if k != "pocl-cpu"]
+_RUNS = {}
+
+
+def _cpu_run(kind):
+    """The worker's results for ``kind`` on the 'cpu' device: edge shapes, and for the GPU kinds also the stress
+    shapes under the vendor's limits, in one process (one import, shared kernels), run once per session."""
+    if kind not in _RUNS:
+        _RUNS[kind] = _run_worker(_cpu_device(), "edge+stress" if kind in GPU_KINDS else "edge", kind)
+    return _RUNS[kind]
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_templates_on_the_cpu_device(kind):
     """Edge-tile shapes on the 'cpu' device (PoCL; Intel's runtime under CLTORCH_PLATFORM=Intel)."""
-    res, err = _run_worker(_cpu_device(), "edge", kind)
+    res, err = _cpu_run(kind)
     assert [os.path.basename(s) for s in res["sources"]] == [os.path.basename(f) for f in shipped_files(kind)]
-    assert len(res["cases"]) == 14
-    bad = _failures(res)
+    assert len(res["families"]["edge"]) >= 15 and sorted(res["cases"]["edge"]) == sorted(res["families"]["edge"])
+    bad = _failures(res, "edge")
+    assert not bad, "\n".join(f"{k}: {v}" for k, v in bad.items())
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_templates_under_vendor_limits(kind):
+    """Every op family at shapes that stress launch geometry (1 x 1 outputs, 8 x 96 planes, more than 65,535 rows,
+    very short and very long rows, empty tensors) under the vendor's launch limits, emulated on the 'cpu' device
+    by the profile's [limits] (NVIDIA: 64 work-items in dimension 2, 65,535 work-groups in dimensions 1 and 2)."""
+    res, err = _cpu_run(kind)
+    limits = load_profile(device_info_from_props(0, KINDS[kind])).get("limits", {})
+    assert limits.get("max_work_group_size") and limits.get("local_mem_size"), limits    # the limits are emulated
+    assert len(res["families"]["stress"]) >= 15
+    assert sorted(res["cases"]["stress"]) == sorted(res["families"]["stress"])
+    bad = _failures(res, "stress")
     assert not bad, "\n".join(f"{k}: {v}" for k, v in bad.items())
 
 
@@ -140,7 +170,7 @@ def test_templates_under_oclgrind(kind):
             where.setdefault(case, []).append(line)
     assert not reports, "Oclgrind reported:\n" + "\n".join(
         f"  {c}: {len(v)}x, first: {v[0]}" for c, v in where.items()) + "\n" + err[-3000:]
-    bad = _failures(res)
+    bad = _failures(res, "tiny")
     assert not bad, "\n".join(f"{k}: {v}" for k, v in bad.items())
 
 

@@ -23,6 +23,7 @@ import re
 
 import numpy as np
 
+from ..backend import geometry
 from .pairs import buffer_uses, launch_params
 from .trace import Trace
 
@@ -325,9 +326,8 @@ def _fuse_group(entries, infos, g):
     argd.append(np.int64)
     k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=last["out_type"], expr=text,
                   rank=0, to_bool=last.get("to_bool", False), types=tuple(sorted(types)), epi=epi, vw=vw, run=1)
-    items = (n + epi - 1) // epi
-    gs = ((items + ls - 1) // ls) * ls
-    return ("k", rt, k, (gs,), (ls,), (final_buf, final_off, *fargs, n))
+    gs, ls = geometry.nd(rt, (n + epi - 1) // epi, ls, k)
+    return ("k", rt, k, gs, ls, (final_buf, final_off, *fargs, n))
 
 
 def _strided_launch(rt, spec, fargs, tstrides, frame, last, text, types, final_buf, final_off, n):
@@ -350,6 +350,5 @@ def _strided_launch(rt, spec, fargs, tstrides, frame, last, text, types, final_b
         for st in tstrides:
             tail.append(st[d])
     inner = sizes[-1]
-    items = (n // inner) * ((inner + run - 1) // run)
-    gs = ((items + ls - 1) // ls) * ls
-    return ("k", rt, k, (gs,), (ls,), (final_buf, final_off, *fargs, n, *tail))
+    gs, ls = geometry.nd(rt, (n // inner) * ((inner + run - 1) // run), ls, k)
+    return ("k", rt, k, gs, ls, (final_buf, final_off, *fargs, n, *tail))

@@ -9,6 +9,7 @@ gradients and optimizer states the launches update in place are the real tensors
 Measured on PoCL (2-core Zen 5): a replayed launch costs about 3 us of host time, against 8.5 us for the same
 kernel called through pyopencl with its arguments and 20-25 us through cltorch's eager dispatch.
 """
+from ..backend import geometry
 from .trace import kernel_label
 
 __all__ = ["Graph"]
@@ -31,7 +32,8 @@ class Graph:
 
     ``launch_count``: kernels per replay. ``set_args(i, args)`` replaces entry ``i``'s arguments and
     ``set_scalars(i, first, values)`` some of its scalars (an optimizer step's scalars, Philox offsets, set
-    before a replay). Raises ValueError for a trace that cannot be replayed (``trace.unsupported``).
+    before a replay). Raises ValueError for a trace that cannot be replayed (``trace.unsupported``, or a launch
+    outside the device's or its kernel's limits: ``backend.geometry.check``).
     """
 
     def __init__(self, trace):
@@ -48,6 +50,10 @@ class Graph:
                 self.runtimes.append(rt)
             if e[0] == "k":
                 _, rt, k, gs, ls, args = e
+                try:        # fused launches (new kernels) meet the launch limits here, before any replay
+                    geometry.check(rt, k, gs, ls, args)
+                except geometry.LaunchError as err:
+                    raise ValueError(f"launch {i} cannot run: {err}") from err
                 kc, preset = self._kernel_for(k, args)
                 self._kernels[i] = (kc, preset, args)
                 if preset:

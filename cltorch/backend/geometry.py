@@ -23,8 +23,8 @@ whose work-group size is a template value: build, ask, rebuild smaller).
 """
 from dataclasses import dataclass
 
-__all__ = ["LaunchError", "Limits", "limits", "kernel_limits", "cap", "fit_local", "grid", "nd", "check",
-           "launch_failed"]
+__all__ = ["LaunchError", "Limits", "limits", "limits_for", "kernel_limits", "cap", "local1", "fit_local", "grid",
+           "nd", "pieces", "template_local", "check", "launch_failed"]
 
 _UNLIMITED = 2 ** 63 - 1
 
@@ -142,13 +142,58 @@ def cap(rt, k=None):
     return c
 
 
+def _memo(rt):
+    """The runtime's memo of fitted geometry (``(kernel, want)`` -> 1-d local size; ``(kernel, extents, want)``
+    -> (global, local)), emptied when it grows past 4,096 entries."""
+    m = getattr(rt, "_geometry_memo", None)
+    if m is None or len(m) > 4096:
+        m = rt._geometry_memo = {}
+    return m
+
+
+def local1(rt, want, k=None):
+    """The 1-d work-group size for a wished ``want`` (usually the profile's ``local_size``): at most the device's
+    dimension-0 and work-group limits and the kernel's ``CL_KERNEL_WORK_GROUP_SIZE``, halved from ``want``
+    until it fits (so a power of two stays one). Memoised per (kernel, want): the launch path pays a dict
+    lookup."""
+    m = _memo(rt)
+    key = (k, want)
+    v = m.get(key)
+    if v is None:
+        lim = limits(rt)
+        v = max(1, min(int(want), lim.max_work_item_sizes[0]))
+        c = cap(rt, k)
+        while v > c:
+            v = max(1, v // 2)
+        m[key] = v
+    return v
+
+
 def fit_local(rt, want, extents=None, k=None):
-    """A local size (tuple) fitted from ``want`` (an int or a tuple, usually the profile's value): each
-    dimension at most the device's per-dimension limit and, with ``extents``, at most the extent (a work-group
-    wider than the range only idles), then halved, largest dimension first, until the group fits the device's
-    and the kernel's (``k``) work-group limits. Never below 1 per dimension."""
-    want = (want,) if isinstance(want, int) else tuple(want)
+    """A local size (tuple) fitted from ``want`` (usually the profile's value) to the device's and the kernel's
+    (``k``) limits and, with ``extents``, to the extents (a work-group wider than the range only idles).
+
+    ``want`` a tuple: a local shape; each dimension is cut to the device's per-dimension limit and its extent,
+    then the largest dimension is halved until the group fits the work-group limits. ``want`` an int: a
+    work-group size; with one extent (or none) the 1-d size of :func:`local1` cut to the extent; with 2 or 3
+    extents it is spread over them dimension 0 first (as many work-items along dim 0 as the extent allows,
+    then dim 1 with what is left, then dim 2), each dimension within its per-dimension limit. Never below 1
+    per dimension."""
     lim = limits(rt)
+    if isinstance(want, int):
+        if extents is None or len(extents) == 1:
+            v = local1(rt, want, k)
+            if extents is not None:
+                v = max(1, min(v, int(extents[0])))
+            return (v,)
+        left = local1(rt, want, k)
+        loc = []
+        for d, e in enumerate(extents):
+            v = max(1, min(int(e), lim.max_work_item_sizes[d], left))
+            loc.append(v)
+            left //= v
+        return tuple(loc)
+    want = tuple(want)
     loc = []
     for d, w in enumerate(want):
         v = min(int(w), lim.max_work_item_sizes[d])
@@ -168,10 +213,67 @@ def grid(extents, local):
 
 
 def nd(rt, extents, want, k=None):
-    """(global, local) for ``extents`` work-items with the wished local shape fitted (:func:`fit_local`)."""
-    extents = (extents,) if isinstance(extents, int) else tuple(extents)
-    loc = fit_local(rt, want, extents, k)
-    return grid(extents, loc), loc
+    """(global, local) for ``extents`` work-items (an int: 1-d) with the wished local size or shape ``want``
+    fitted (:func:`fit_local`) and the global sizes rounded up to whole work-groups (:func:`grid`). The 1-d form
+    costs a memo lookup and is meant for the launch path; the n-d form is memoised per (kernel, extents, want).
+    Large extents belong in dimension 0: NVIDIA allows only 65,535 work-groups in dimensions 1 and 2 (a launch
+    over more is split by :func:`pieces`, or refused by :func:`check`)."""
+    if type(extents) is int or not isinstance(extents, (tuple, list)):
+        try:
+            v = rt._geometry_memo[(k, want)]
+        except (AttributeError, KeyError):
+            v = local1(rt, want, k)
+        if extents < v:
+            v = max(int(extents), 1)
+        return (-(-int(extents) // v) * v,), (v,)
+    extents = tuple(extents)
+    m = _memo(rt)
+    key = (k, extents, want)
+    r = m.get(key)
+    if r is None:
+        loc = fit_local(rt, want, extents, k)
+        r = m[key] = (grid(extents, loc), loc)
+    return r
+
+
+def pieces(rt, gsize, lsize):
+    """The launches that cover the global range ``gsize`` (whole work-groups of ``lsize``) within the device's
+    work-groups per dimension (``max_groups``: NVIDIA's 65,535 in dimensions 1 and 2): a list of (origin,
+    global size), one entry (origin 0) when the range fits. The kernel adds the origin to its global ids (an
+    argument: OpenCL's global work offset is not recorded by capture)."""
+    mg = limits(rt).max_groups
+    steps = [min(g, m * l) for g, m, l in zip(gsize, mg, lsize)]
+    if all(s == g for s, g in zip(steps, gsize)):
+        return (((0,) * len(gsize), tuple(gsize)),)
+    out = [((), ())]
+    for g, s in zip(gsize, steps):
+        out = [(o + (a,), p + (min(s, g - a),)) for o, p in out for a in range(0, g, s)]
+    return out
+
+
+def template_local(rt, want, build, multiple=1):
+    """(kernel, work-group size) for a kernel whose work-group size is a template value (local arrays sized at
+    compile time): the size starts at ``want`` fitted to the device (:func:`local1`, cut to a multiple of
+    ``multiple``), ``build(size)`` makes the kernel, and while the built kernel allows fewer work-items
+    (``CL_KERNEL_WORK_GROUP_SIZE``: registers or local memory) it is rebuilt at the largest multiple of
+    ``multiple`` that it allows. Raises :class:`LaunchError` when not even ``multiple`` work-items fit."""
+    ls = local1(rt, want)
+    ls = ls // multiple * multiple
+    while True:
+        if ls < multiple or ls < 1:
+            raise LaunchError(f"no work-group size that is a multiple of {multiple} fits cl:{rt.index} "
+                              f"{rt.info.name} (wished {want}; the device allows {cap(rt)} work-items per group)")
+        k = build(ls)
+        c = cap(rt, k)
+        if ls <= c:
+            return k, ls
+        new = c // multiple * multiple
+        if new >= ls:
+            new = ls - multiple
+        if new < multiple:
+            raise LaunchError(f"{_name(k)} cannot run on cl:{rt.index} {rt.info.name}: it allows {c} work-items "
+                              f"per group (CL_KERNEL_WORK_GROUP_SIZE), fewer than the {multiple} it needs")
+        ls = new
 
 
 def _prod(xs):

@@ -22,14 +22,28 @@ def _kib(n):
     return f"{n / 1024:.0f} KiB"
 
 
+def _launch_limits(info, prof):
+    """What backend/geometry.py fits and checks every launch against: the device's limits lowered by the
+    profile's [limits] (None where there is no limit)."""
+    from ..backend.geometry import limits_for
+    lim = limits_for(info, prof)
+    big = 2 ** 62
+    return {"max_work_group_size": lim.max_work_group_size, "max_work_item_sizes": list(lim.max_work_item_sizes),
+            "local_mem_size": lim.local_mem_size if lim.local_mem_size < big else None,
+            "max_groups": [g if g < big else None for g in lim.max_groups],
+            "lowered_by": {k: v for k, v in lim.sources.items()}}
+
+
 def rows():
     out = []
     for info in backend.list_devices():
         prof = backend.load_profile(info)
+        launch = _launch_limits(info, prof)
         out.append({"index": info.index, "device": f"cl:{info.index}", "class": info.cls, "name": info.name,
                     "platform": info.platform, "driver": info.driver_version, "opencl": " ".join(info.opencl_version.split()[:3]),
                     "compute_units": info.compute_units, "global_mem": info.global_mem, "local_mem": info.local_mem,
                     "max_alloc": info.max_alloc, "max_work_group_size": info.max_work_group_size,
+                    "max_work_item_sizes": list(info.max_work_item_sizes), "launch_limits": launch,
                     "fp16": info.fp16, "fp64": info.fp64, "profile": prof.name,
                     "profile_files": [{"file": src, "why": why} for src, why in zip(prof.sources, prof.reasons)]})
     return out
@@ -75,7 +89,7 @@ def run(args):
         return 0
     cols = [("device", "device"), ("class", "class"), ("name", "name"), ("driver", "driver"),
             ("opencl", "OpenCL"), ("compute_units", "CUs"), ("global_mem", "global"), ("local_mem", "local"),
-            ("max_work_group_size", "max WG"), ("fp16", "fp16"), ("fp64", "fp64"), ("profile", "profile")]
+            ("max_work_group_size", "max WG (per dim)"), ("fp16", "fp16"), ("fp64", "fp64"), ("profile", "profile")]
     table = []
     for r in rs:
         row = []
@@ -85,6 +99,9 @@ def run(args):
                 v = _gib(v)
             elif k == "local_mem":
                 v = _kib(v)
+            elif k == "max_work_group_size":
+                lim = r["launch_limits"]
+                v = f"{lim['max_work_group_size']} ({'x'.join(map(str, lim['max_work_item_sizes']))})"
             elif isinstance(v, bool):
                 v = "yes" if v else "no"
             row.append(str(v))
@@ -94,6 +111,11 @@ def run(args):
     print("  ".join("-" * w for w in widths))
     for row in table:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    lowered = [(r["device"], r["launch_limits"]["lowered_by"]) for r in rs if r["launch_limits"]["lowered_by"]]
+    if lowered:
+        print("\nLaunch limits lowered by a profile's [limits] (every launch is fitted and checked against them):")
+        for dev, why in lowered:
+            print(f"  {dev}: " + "; ".join(f"{k} from {v}" for k, v in why.items()))
     _print_profiles(rs)
     _print_unusable()
     _print_drivers()

@@ -35,6 +35,7 @@ import os
 
 import numpy as np
 
+from ..backend import geometry
 from . import _philox_ref as ref
 
 __all__ = ["fill_bits", "fill_uniform", "fill_normal", "fill_exponential", "fill_randint", "fill_bernoulli",
@@ -114,8 +115,7 @@ def _launch(rt, dist, buf, offset_elems, n, dtype_cl, to_bool, seed, philox_offs
     if local_size is None:
         local_size = _default_local(rt)
     if local_size:
-        items = (items + local_size - 1) // local_size * local_size
-        lsize = (int(local_size),)
+        (items,), lsize = geometry.nd(rt, items, int(local_size), k)
     else:
         lsize = None
     k0, k1 = ref.key_from_seed(seed)

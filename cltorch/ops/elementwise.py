@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .. import backend
+from ..backend import geometry
 from .._storage import Storage, host_address
 from .._tensor import Tensor, contiguous_strides
 
@@ -306,7 +307,7 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=out_dtype.cl,
                       expr=expr, rank=rank, to_bool=out_dtype is D.bool, types=tuple(sorted(types)), epi=epi,
                       vw=vw, run=run)
-        ls = rt.profile.get_value("elementwise", "local_size", 64)
+        ls = geometry.local1(rt, rt.profile.get_value("elementwise", "local_size", 64), k)
         entry = _kernels[key] = (k, ls, epi, run)
     k, ls, epi, run = entry
     args = [out._storage.cl_buffer(), out._offset]

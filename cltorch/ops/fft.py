@@ -21,6 +21,7 @@ import numpy as np
 from .. import _dtype as D
 from .._dispatch import call, register
 from .._tensor import Tensor
+from ..backend import geometry
 
 __all__ = ["fft_c2c", "rfft_last", "smooth_factors"]
 
@@ -83,7 +84,17 @@ def _kernel(rt, cdt, kind, R=0, sign=0):
     args = {"pass": [None, _L, None, _L, None, _L, _L, st], "chirp_in": [None, _L, None, None, _L, _L],
             "spectrum_mul": [None, None, _L, st], "r2c_post": [None, None, None, _L, st], "chirp_out": [None, None, _L, None, _L, _L, st]}[kind]
     name = {"pass": "fft_pass"}.get(kind, kind)
-    return rt.kernel("fft.cl.mako", name, args, T=T, kernel=kind, R=R, sign=sign), st
+    return rt.kernel("fft.cl.mako", name, args + [_L, _L], T=T, kernel=kind, R=R, sign=sign), st
+
+
+def _launch(rt, k, X, batch, *args):
+    """Run ``k`` on the (X, batch) range: work-groups of up to the ``[fft] local_size`` work-items (default 64)
+    along X first, then along the batch, fitted to the device (``geometry.nd``); more batches than the device
+    allows work-groups in dimension 1 (NVIDIA: 65,535) run as several launches, each given its first batch
+    (``geometry.pieces``); the kernels' last arguments are that first batch and the batch count."""
+    gs, ls = geometry.nd(rt, (X, batch), int(rt.profile.get_value("fft", "local_size", 64)), k)
+    for origin, part in geometry.pieces(rt, gs, ls):
+        rt.launch(k, part, ls, *args, origin[1], batch)
 
 
 def _empty_like(x, shape=None):
@@ -103,7 +114,7 @@ def _stockham(x, out, n, batch, inverse, scale, x_off=0):
         from .views import _copy_into
         _copy_into(out.view(-1), x.reshape(-1))
         k, st = _kernel(rt, cdt, "spectrum_mul")
-        rt.launch(k, (1, batch), None, out._storage.cl_buffer(),
+        _launch(rt, k, 1, batch, out._storage.cl_buffer(),
                   _table(x.device, cdt, "tw", 1, 0)._storage.cl_buffer(), 1, st(scale))
         return out
     sign = 1 if inverse else -1
@@ -114,7 +125,7 @@ def _stockham(x, out, n, batch, inverse, scale, x_off=0):
         dst = out if (P - 1 - i) % 2 == 0 else scratch
         k, st = _kernel(rt, cdt, "pass", R, sign)
         tw = _table(x.device, cdt, "tw", n, i)
-        rt.launch(k, (n // R, batch), None, src._storage.cl_buffer(), src_off, dst._storage.cl_buffer(), 0,
+        _launch(rt, k, n // R, batch, src._storage.cl_buffer(), src_off, dst._storage.cl_buffer(), 0,
                   tw._storage.cl_buffer(), n, ns, st(scale if i == P - 1 else 1.0))
         src, src_off = dst, 0
         ns *= R
@@ -132,15 +143,15 @@ def _bluestein(x, out, n, batch, inverse, scale):
     spec = _table(x.device, cdt, "kernel", n, M, sign=sign)
     a = _empty_like(x, (batch * M,))
     k, _ = _kernel(rt, cdt, "chirp_in")
-    rt.launch(k, (M, batch), None, x._storage.cl_buffer(), x._offset, a._storage.cl_buffer(),
+    _launch(rt, k, M, batch, x._storage.cl_buffer(), x._offset, a._storage.cl_buffer(),
               chirp._storage.cl_buffer(), n, M)
     A = _empty_like(x, (batch * M,))
     _stockham(a, A, M, batch, False, 1.0)
     k, st = _kernel(rt, cdt, "spectrum_mul")
-    rt.launch(k, (M, batch), None, A._storage.cl_buffer(), spec._storage.cl_buffer(), M, st(1.0 / M))
+    _launch(rt, k, M, batch, A._storage.cl_buffer(), spec._storage.cl_buffer(), M, st(1.0 / M))
     _stockham(A, a, M, batch, True, 1.0)
     k, st = _kernel(rt, cdt, "chirp_out")
-    rt.launch(k, (n, batch), None, a._storage.cl_buffer(), out._storage.cl_buffer(), out._offset,
+    _launch(rt, k, n, batch, a._storage.cl_buffer(), out._storage.cl_buffer(), out._offset,
               chirp._storage.cl_buffer(), n, M, st(scale))
     return out
 
@@ -219,7 +230,7 @@ def _rfft_last_fwd(ctx, x, scale):
         rt = out._storage.runtime()
         k, st = _kernel(rt, Z.dtype, "r2c_post")
         w = _table(x.device, Z.dtype, "r2c", n)
-        rt.launch(k, (h + 1, batch), None, Z._storage.cl_buffer(), out._storage.cl_buffer(), w._storage.cl_buffer(),
+        _launch(rt, k, h + 1, batch, Z._storage.cl_buffer(), out._storage.cl_buffer(), w._storage.cl_buffer(),
                   h, st(scale))
         if out._storage.host is not None:
             rt.finish_if_exposed()

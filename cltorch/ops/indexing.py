@@ -32,6 +32,7 @@ from .. import _dtype as D
 from .._dispatch import call, register, is_grad_enabled
 from .._storage import Storage
 from .._tensor import Tensor
+from ..backend import geometry
 from ._util import method
 from .elementwise import broadcast_shapes, _collapse, _bstrides
 
@@ -225,8 +226,8 @@ def _launch_idx(mode, data, it_shape, data_st, idxs, direct=None, direct_st=None
         for s in cstr:
             args.append(s[d])
     args.append(err._storage.cl_buffer())
-    ls = _local_size(rt)
-    rt.launch(k, (((nitems + ls - 1) // ls) * ls,), (ls,), *args)
+    gs, ls = geometry.nd(rt, nitems, _local_size(rt), k)
+    rt.launch(k, gs, ls, *args)
     if check:
         bounds = [(size, dim) for (_, _, size, _, dim) in idxs]
         rt.defer_check(lambda: _check_err(err, bounds))
@@ -287,8 +288,6 @@ def _compact(cmode, mask, shape, vals=None, self_=None, src=None):
         cshape, cstr = _pad_rank(*_collapse(tuple(shape), ops))
     R = len(cshape)
     mt = mask.dtype.cl
-    ls = _local_size(rt)
-    gs = ((nch + ls - 1) // ls) * ls
     counts = Tensor._empty((nch,), D.int64, dev)
     if n == 0:
         total = 0
@@ -297,7 +296,7 @@ def _compact(cmode, mask, shape, vals=None, self_=None, src=None):
         args = [mask._storage.cl_buffer(), mask._offset, counts._storage.cl_buffer(), n, L] + list(cshape)
         for d in range(R):
             args.append(cstr[0][d])
-        rt.launch(kc, (gs,), (ls,), *args)
+        rt.launch(kc, *geometry.nd(rt, nch, _local_size(rt), kc), *args)
         incl = _scan(counts, 0, "sum", D.int64, D.int64)
         total = int(incl._storage.read(nch - 1, 1)[0]) if incl._storage.host is None else \
             (rt.synchronize(), int(incl._storage.host[nch - 1]))[1]
@@ -329,7 +328,7 @@ def _compact(cmode, mask, shape, vals=None, self_=None, src=None):
     for d in range(R):
         for s in cstr:
             args.append(s[d])
-    rt.launch(kk, (gs,), (ls,), *args)
+    rt.launch(kk, *geometry.nd(rt, nch, _local_size(rt), kk), *args)
     if res._storage.host is not None:
         rt.finish_if_exposed()
     return res

@@ -29,12 +29,6 @@ __all__ = ["pad", "constant_pad_nd", "interpolate", "upsample", "upsample_neares
 _MODES = {"reflect": 0, "replicate": 1, "circular": 2}
 
 
-def _round_up(a, b):
-    return -(-a // b) * b
-
-
-
-
 def _prod(s):
     n = 1
     for v in s:

@@ -19,6 +19,8 @@ import numpy as np
 from .. import _dtype as D
 from .._dispatch import call, register
 from .._tensor import Tensor
+from ..backend import geometry
+from .global_pool import global_pool, is_global
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices", "avg_pool1d",
            "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
@@ -40,22 +42,19 @@ class PoolGeom(tuple):
         return self[4:12]
 
 
-def _round_up(a, b):
-    return -(-a // b) * b
-
-
 _kcache = {}
 
 
 def kernel(rt, dt, name, argtypes, idx="int", tile=(0, 0)):
     """A cached kernel of pool.cl.mako (``argtypes`` lists 'b' for buffers, 'I' for index ints, 'i' for
-    int32, 'f' float32, 's' for the dtype's scalar; the trailing plane count of every kernel is added)."""
+    int32, 'f' float32, 's' for the dtype's scalar; the trailing plane count and origin of every kernel are
+    added: see ``launch3``)."""
     key = (rt.index, dt, idx, name, tile)
     k = _kcache.get(key)
     if k is None:
         I = np.int64 if idx == "long" else np.int32
         m = {"b": None, "I": I, "i": np.int32, "f": np.float32, "s": np.float64 if dt == "double" else np.float32}
-        k = _kcache[key] = rt.kernel(_TEMPLATE, name, [m[c] for c in argtypes + "i"], dt=dt, idx=idx,
+        k = _kcache[key] = rt.kernel(_TEMPLATE, name, [m[c] for c in argtypes + "iii"], dt=dt, idx=idx,
                                      tkh=tile[0], tkw=tile[1])
     return k
 
@@ -79,13 +78,13 @@ def finish(rt, *tensors):
 
 
 def launch3(rt, k, X, Y, Z, *args):
-    """Launch k on an (X, Y, Z) range; global sizes are rounded up to the work-group shape (about
-    ``[pool] local_size`` items: x first, then y, then z) and the kernel gets Z as its last argument."""
-    ls = int(rt.profile.get_value("pool", "local_size", 128))
-    lx = max(1, min(X, ls))
-    ly = max(1, min(Y, ls // lx))
-    lz = max(1, min(Z, ls // (lx * ly)))
-    rt.launch(k, (_round_up(X, lx), _round_up(Y, ly), _round_up(Z, lz)), (lx, ly, lz), *args, Z)
+    """Launch k on an (X, Y, Z) range; the kernel gets Z and the origin (Y0, Z0) of its part as its last
+    arguments. The work-group holds up to ``[pool] local_size`` work-items, x first, then y, then z, fitted to
+    the device's and the kernel's limits (``geometry.nd``); a range with more work-groups in a dimension than
+    the device allows runs in parts (``geometry.pieces``)."""
+    gs, ls = geometry.nd(rt, (X, Y, Z), int(rt.profile.get_value("pool", "local_size", 128)), k)
+    for origin, part in geometry.pieces(rt, gs, ls):
+        rt.launch(k, part, ls, *args, Z, origin[1], origin[2])
 
 
 def compute_in_float(fn, x, *rest):
@@ -111,6 +110,8 @@ def _tiling(geom):
 
 
 def _run_max(x, geom):
+    if is_global(geom):
+        return global_pool(x, "max", idx_type(x))
     N, C = x._shape[0], x._shape[1]
     H, W, OH, OW = geom[:4]
     y = Tensor._empty((N, C, OH, OW), x.dtype, x.device)
@@ -237,6 +238,8 @@ _gather_op = register("max_pool2d_gather", _gather_fwd, _gather_bwd)
 
 # --------------------------------------------------------------------------------------------- avg pooling
 def _run_avg(x, geom, include_pad, divisor):
+    if is_global(geom):
+        return global_pool(x, "avg", idx_type(x), divisor)
     N, C = x._shape[0], x._shape[1]
     H, W, OH, OW = geom[:4]
     y = Tensor._empty((N, C, OH, OW), x.dtype, x.device)

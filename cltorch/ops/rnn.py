@@ -28,6 +28,7 @@ import numpy as np
 from .. import _dtype as D
 from .._dispatch import call, register, is_grad_enabled
 from .._tensor import Tensor
+from ..backend import geometry
 from . import gemm as _gemm
 from .elementwise import common_device, pointwise
 from .joins import cat
@@ -67,9 +68,7 @@ def _launch(name, n, H, longs, tensors):
     args = [n, H] + list(longs)
     for t in tensors:
         args += (t._storage.cl_buffer(), t._offset, t._stride[0])
-    items = n * (H // vw)
-    gs = ((items + _LOCAL - 1) // _LOCAL) * _LOCAL
-    rt.launch(k, (gs,), (_LOCAL,), *args)
+    rt.launch(k, *geometry.nd(rt, n * (H // vw), _LOCAL, k), *args)
 
 
 def _mm(c, a, b, beta=0.0):

@@ -25,6 +25,7 @@ import numpy as np
 from .. import _dtype as D
 from .._dispatch import call, register, is_grad_enabled
 from .._tensor import Tensor
+from ..backend import geometry
 from ._util import method
 from .elementwise import _collapse
 
@@ -49,13 +50,13 @@ def local_size(rt, table, default=64):
 
 
 def launch(rt, k, n, ls, *args, host=False):
-    """Enqueue ``k`` over ``n`` work-items (rounded up to a multiple of ``ls``). ``host`` (cpu tensors): then
-    wait where memory numpy shares was touched (``Runtime.finish_if_exposed``)."""
+    """Enqueue ``k`` over ``n`` work-items in work-groups of about ``ls`` (fitted to the device's and the
+    kernel's limits and to n: ``geometry.nd``). ``host`` (cpu tensors): then wait where memory numpy shares was
+    touched (``Runtime.finish_if_exposed``)."""
     if n <= 0:
         return
-    ls = max(1, min(ls, n)) if n < ls else ls
-    gs = ((n + ls - 1) // ls) * ls
-    rt.launch(k, (gs,), (ls,), *args)
+    gs, lsz = geometry.nd(rt, n, ls, k)
+    rt.launch(k, gs, lsz, *args)
     if host:
         rt.finish_if_exposed()
 
@@ -123,9 +124,10 @@ def _row_vector(rt, inner, inner_strides, dtype, ct):
 
 def _shape(rt, R, inner, nrows):
     """(lanes per row, work-group size, work-items) for ``nrows`` rows of length ``R``: the ``[softmax]``
-    profile table's ``local_size``, and its ``lanes`` rows (the first whose ``upto`` >= R gives the lanes
-    per row; none, or ``inner`` > 1, where neighbouring work-items read neighbouring rows: one lane)."""
-    ls = local_size(rt, "softmax")
+    profile table's ``local_size`` (fitted to the device: ``geometry.local1``), and its ``lanes`` rows (the
+    first whose ``upto`` >= R gives the lanes per row; none, or ``inner`` > 1, where neighbouring work-items
+    read neighbouring rows: one lane)."""
+    ls = geometry.local1(rt, local_size(rt, "softmax"))
     tpr = 1
     if inner == 1:
         for row in rt.profile.get_value("softmax", "lanes", None) or ():
@@ -139,6 +141,20 @@ def _shape(rt, R, inner, nrows):
     ls = max(ls, tpr) // tpr * tpr
     rpg = ls // tpr
     return tpr, ls, (nrows + rpg - 1) // rpg * ls
+
+
+def _sized_kernel(rt, name, argtypes, tpr, ls, n, nrows, **params):
+    """(kernel, work-group size, work-items) of softmax.cl.mako's ``name``. With several lanes per row the
+    work-group size is a template value (``LS``, the size of a local array): the kernel is built at ``ls`` and
+    rebuilt smaller while it allows fewer work-items (``geometry.template_local``), and the work-items follow."""
+    if tpr == 1:
+        return kernel(rt, "softmax.cl.mako", name, argtypes, TPR=1, LS=0, **params), ls, n
+    k, ls2 = geometry.template_local(rt, ls, lambda L: kernel(rt, "softmax.cl.mako", name, argtypes, TPR=tpr, LS=L,
+                                                              **params), tpr)
+    if ls2 != ls:
+        rpg = ls2 // tpr
+        n = (nrows + rpg - 1) // rpg * ls2
+    return k, ls2, n
 
 
 def _softmax_raw(x, dim, log, safe=False):
@@ -157,9 +173,9 @@ def _softmax_raw(x, dim, log, safe=False):
     contig = inner == 1 and sr == 1 and ct is x.dtype
     rv = _row_vector(rt, inner, (si,), x.dtype, ct) if tpr == 1 else 0
     n = n // rv if rv else n
-    k = kernel(rt, "softmax.cl.mako", "softmax_fwd", [None, _L, None, _L] + [_L] * 6, T=x.dtype.cl, CT=ct.cl,
-               log=bool(log), safe=bool(safe), TPR=tpr, LS=ls if tpr > 1 else 0, contig=contig, rowvec=rv,
-               types=types_of(x.dtype, ct))
+    k, ls, n = _sized_kernel(rt, "softmax_fwd", [None, _L, None, _L] + [_L] * 6, tpr, ls, n, nrows, T=x.dtype.cl,
+                             CT=ct.cl, log=bool(log), safe=bool(safe), contig=contig, rowvec=rv,
+                             types=types_of(x.dtype, ct))
     launch(rt, k, n, ls, out._storage.cl_buffer(), out._offset,
            x._storage.cl_buffer(), x._offset, nrows, R, inner, so, sr, si, host=is_host(out, x))
     return out
@@ -186,9 +202,9 @@ def _softmax_bwd_raw(g, y, dim, log, safe=False):
     contig = inner == 1 and gsr == 1 and ysr == 1 and ct is y.dtype
     rv = _row_vector(rt, inner, (gsi, ysi), y.dtype, ct) if tpr == 1 else 0
     n = n // rv if rv else n
-    k = kernel(rt, "softmax.cl.mako", "softmax_bwd", [None, _L, None] + [_L] * 4 + [None] + [_L] * 4 + [_L] * 3,
-               T=y.dtype.cl, CT=ct.cl, log=bool(log), safe=bool(safe), TPR=tpr, LS=ls if tpr > 1 else 0, contig=contig,
-               rowvec=rv, types=types_of(y.dtype, ct))
+    k, ls, n = _sized_kernel(rt, "softmax_bwd", [None, _L, None] + [_L] * 4 + [None] + [_L] * 4 + [_L] * 3, tpr,
+                             ls, n, nrows, T=y.dtype.cl, CT=ct.cl, log=bool(log), safe=bool(safe), contig=contig,
+                             rowvec=rv, types=types_of(y.dtype, ct))
     launch(rt, k, n, ls, gi._storage.cl_buffer(), gi._offset,
            g._storage.cl_buffer(), g._offset, gso, gsr, gsi, y._storage.cl_buffer(), y._offset, yso, ysr, ysi,
            nrows, R, inner, host=is_host(gi, g, y))

@@ -25,6 +25,7 @@ import numpy as np
 from .. import _dtype as D
 from .._dispatch import call, register
 from .._tensor import Tensor, contiguous_strides
+from ..backend import geometry
 from ._util import method
 from .elementwise import _collapse
 
@@ -143,7 +144,6 @@ def _scan(x, dim, op, acc_dtype, out_dtype, arg=False, iin=None, out=None, iout=
         nch = min((par + rows - 1) // rows, (n + chunk - 1) // chunk)
         L = (n + nch - 1) // nch
         nch = (n + L - 1) // L
-    gs = ((rows * nch + ls - 1) // ls) * ls
     ops = [kst(x), kst(out)] + ([kst(iout)] if arg else []) + ([kst(iin)] if arg_in else [])
     ck, cs = _pad_rank(*_collapse(kshape, ops))
     RK = len(ck)
@@ -170,7 +170,7 @@ def _scan(x, dim, op, acc_dtype, out_dtype, arg=False, iin=None, out=None, iout=
                 j += 1
             if arg_in:
                 args.append(cs[j][d])
-        rt.launch(k, (gs,), (ls,), *args)
+        rt.launch(k, *geometry.nd(rt, rows * nch, ls, k), *args)
 
     if nch > 1:
         # chunk totals, their inclusive scan (recursively), then every chunk from its carry
@@ -419,7 +419,6 @@ def _sort_raw(x, dim, descending, k=None):
         return tuple(t._stride[d] for d in kept)
 
     scratch_rows = tuple(s * n for s in contiguous_strides(kshape))
-    gsi = ((rows * nch + ls - 1) // ls) * ls
     if passes == 0:
         dst = (values, indices, values._stride[dim], indices._stride[dim], kst(values), kst(indices), k)
     else:
@@ -436,10 +435,9 @@ def _sort_raw(x, dim, descending, k=None):
             di._storage.cl_buffer(), di._offset, sdk, sdi, rows, n, nch, kk, desc]
     for d in range(len(ck)):
         args += [ck[d], cs[0][d], cs[1][d], cs[2][d]]
-    rt.launch(kern, (gsi,), (ls,), *args)
+    rt.launch(kern, *geometry.nd(rt, rows * nch, ls, kern), *args)
     # merge passes: scratch -> scratch, the last one into the outputs
     ntile = (n + T - 1) // T
-    gs = ((rows * ntile + ls - 1) // ls) * ls
     w = CH
     for p in range(passes):
         last = p == passes - 1
@@ -454,7 +452,7 @@ def _sort_raw(x, dim, descending, k=None):
                 di._storage.cl_buffer(), di._offset, sdk, sdi, rows, n, ntile, w, kk, desc]
         for d in range(len(ck)):
             args += [ck[d], cs[0][d], cs[1][d]]
-        rt.launch(kern, (gs,), (ls,), *args)
+        rt.launch(kern, *geometry.nd(rt, rows * ntile, ls, kern), *args)
         if not last:
             ka, kb, ia, ib = kb, ka, ib, ia
         w *= 2

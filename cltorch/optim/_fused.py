@@ -21,6 +21,8 @@ from collections import deque
 
 import numpy as np
 
+from ..backend import geometry
+
 __all__ = ["ALGOS", "state_names", "fused_step", "fusable", "kernel_for", "DEFAULT_SLOTS"]
 
 DEFAULT_SLOTS = 8
@@ -108,7 +110,6 @@ def kernel_for(rt, algo, flags, dtype, slots=None, elems=None, split_barrier=Non
     scalars = ALGOS[algo][1]
     prof = rt.profile
     ls = int(prof.get_value("optim", "local_size", prof.get_value("elementwise", "local_size", 64)))
-    ls = max(1, min(ls, rt.info.max_work_group_size))
     if elems is None:
         elems = int(prof.get_value("optim", "elems_per_item", 1))
     if slots is None:
@@ -128,6 +129,7 @@ def kernel_for(rt, algo, flags, dtype, slots=None, elems=None, split_barrier=Non
     k = rt.kernel("optim.cl.mako", "optim_step", argd, algo=algo, flags=f, states=tuple(states),
                   scalars=tuple(scalars), st=dtype.cl, ct=dtype.cl, slots=slots, elems=elems,
                   split_barrier=split_barrier, **({"simulator": True} if _simulator(rt) else {}))
+    ls = geometry.local1(rt, ls, k)       # fitted to the device's and the kernel's limits
     entry = (k, ls, elems, slots, len(states), len(scalars))
     _kernels[key] = entry
     return entry
