@@ -16,10 +16,18 @@ The limits are the smallest of three sources:
 - the kernel: ``CL_KERNEL_WORK_GROUP_SIZE`` (below the device's when a kernel needs many registers) and
   ``CL_KERNEL_LOCAL_MEM_SIZE`` plus its ``__local`` arguments.
 
-Launch plans ask for geometry here rather than computing it beside the enqueue: :func:`fit_local` shrinks a
-wished local shape (from the profile) to the limits and to the extents, :func:`grid` rounds the extents up to
-whole work-groups, :func:`nd` does both, :func:`cap` is the largest work-group a kernel may have (for kernels
-whose work-group size is a template value: build, ask, rebuild smaller).
+Launch plans ask for geometry here rather than computing it beside the enqueue:
+
+- :func:`local1` fits a wished 1-d work-group size (the profile's ``local_size``) to the limits, memoised per
+  (kernel, size), so the launch path pays a dict lookup; :func:`fit_local` fits a local shape, or spreads a size
+  over 2 or 3 extents dimension 0 first, and cuts it to the extents; :func:`grid` rounds the extents up to whole
+  work-groups; :func:`nd` does both (1-d: 0.4 us);
+- :func:`pieces` splits a launch with more work-groups in a dimension than the device allows (NVIDIA: 65,535 in
+  dimensions 1 and 2) into parts, each given its origin as a kernel argument (the pool, padding, resampling and
+  FFT kernels). Large extents belong in dimension 0, which has no such limit worth the name (2^31 - 1);
+- :func:`cap` is the largest work-group a kernel may have, and :func:`template_local` builds a kernel whose
+  work-group size is a template value (local arrays sized at compile time), asks the built kernel's limit and
+  rebuilds it smaller while it allows fewer work-items.
 """
 from dataclasses import dataclass
 

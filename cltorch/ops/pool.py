@@ -12,7 +12,9 @@ Registered ops and their derivatives (so double backward works):
     max_pool2d_scatter(g, idx)  (adjoint of)  max_pool2d_gather(x, idx)
     avg_pool2d(x)  (adjoint of)  avg_pool2d_backward(g)
 Adaptive pooling uses the same ops with adaptive windows ``[floor(o*L/O), ceil((o+1)*L/O))``. 1-d pooling
-runs as 2-d pooling with height 1. dtypes: float32 and float64 (float16 through float32).
+runs as 2-d pooling with height 1. A forward pass with one window covering the whole plane (global pooling:
+adaptive to 1 x 1, or a window of the plane's size) runs :mod:`cltorch.ops.global_pool`'s kernel instead, a
+group of lanes per plane. dtypes: float32 and float64 (float16 through float32).
 """
 import numpy as np
 
