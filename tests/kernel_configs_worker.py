@@ -91,6 +91,13 @@ def elementwise():
     close("float64 sqrt", ct.sqrt(C(a.astype(np.float64) + 1)), torch.sqrt(T(a.astype(np.float64) + 1)), 1e-12, 0)
     bf = ct.from_numpy(a).to(DEV).to(ct.bfloat16).float()
     close("bfloat16 round trip", bf, torch.from_numpy(a).to(torch.bfloat16).float(), 0, 0)
+    # the GPU design's whole chunks (local size x 8 elements: 2,048 with 256 work-items) and its tail: float4, half8
+    # and bool vectors, and an unaligned view (element by element)
+    v, w = arr(2 * 2048 + 37), arr(2 * 2048 + 37)
+    close("add, whole chunks", C(v) + C(w), T(v) + T(w), 0, 0)
+    close("half * scalar, whole chunks", C(v).half() * 0.5, T(v).half() * 0.5, 0, 0)
+    equal("compare, whole chunks", C(v) < C(w), T(v) < T(w))
+    close("unaligned views, whole chunks", C(v)[1:] - C(w)[1:], T(v)[1:] - T(w)[1:], 0, 0)
 
 
 def reduction():
@@ -222,6 +229,18 @@ def pool():
             lambda x: torch.nn.functional.avg_pool2d(x, 2, ceil_mode=True), [(arr(2, 3, s, s + 2), True)])
     fwd_bwd("adaptive_avg_pool2d", lambda x: ct.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
             lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (3, 2)), [(arr(1, 2, s, s), True)])
+    # global pooling (ops/global_pool.py): lanes per plane meeting in local memory (GPU profiles), partial groups
+    g = arr(2, 5, s, s)
+    g[1, 3, 2, 2] = np.nan
+    fwd_bwd("global avg", lambda x: ct.nn.functional.adaptive_avg_pool2d(x, 1),
+            lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 1), [(g, True)])
+    y, i = ct.nn.functional.adaptive_max_pool2d(C(g), 1, return_indices=True)
+    ry, ri = torch.nn.functional.adaptive_max_pool2d(T(g), 1, return_indices=True)
+    close("global max", y, ry, 0, 0)
+    equal("global max indices", i, ri)
+    gl = C(g).contiguous(memory_format=ct.channels_last)
+    close("global avg channels_last", ct.nn.functional.adaptive_avg_pool2d(gl, 1),
+          torch.nn.functional.adaptive_avg_pool2d(T(g), 1), 1e-5, 1e-6)
 
 
 def norm():
