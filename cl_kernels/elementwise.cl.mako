@@ -6,6 +6,13 @@
 ##   load, rounded to nearest even on store (NaN stores as 0x7FC0, as PyTorch's scalar conversion).
 ##   "half" storage is read with vload_half and written with vstore_half_rte (core OpenCL, no cl_khr_fp16 needed);
 ##   its compute type is float, so the result is the same with or without the extension.
+##   gvec (the GPU design of the contiguous path, rank 0; absent or 0: the CPU design): work-group g covers elements
+##   [g*L*epi, (g+1)*L*epi) of the n (L: the local size); in a whole chunk, work-item l reads its epi/gvec vectors
+##   of gvec elements at vector indices l, l + L, ... (a group's lanes on consecutive 16-byte words: PyTorch's CUDA
+##   vectorized loop), every load before any store, and computes each element on scalars (ew_one: the operations,
+##   builtins and conversions of the scalar path, so the bits do not depend on gvec, alignment or the tail); the
+##   last, partial chunk runs element by element (lane l: elements l, l + L, ...). Vectors need every operand's
+##   offset to be a multiple of gvec (checked by the launcher; buffers start aligned).
 <%namespace name="c" file="common.cl.mako"/>
 <%namespace name="sm" file="special_math.cl.mako"/>
 <%!
@@ -24,6 +31,37 @@ def store(ot, v, dst):
     if ot == "half":     # rounds to nearest even, as a (half) conversion does
         return "vstore_half_rte((float)(%s), 0, &%s)" % (v, dst)
     return "%s = %s" % (dst, ("bf16_store((float)(%s))" % v) if ot == "bfloat16" else "(%s)(%s)" % (ot, v))
+
+## the GPU design's reads and writes: g elements of storage type st at an aligned pointer (g = 1: one element)
+def raw(st, g):          # the type a read gives: half storage is read as float (vloada_half widens exactly)
+    return ("float" if st == "half" else ptype(st)) + (str(g) if g > 1 else "")
+
+def vread(st, g, ptr):
+    if st == "half":
+        return ("vloada_half%d(0, %s)" % (g, ptr)) if g > 1 else "vload_half(0, %s)" % ptr
+    return ("*(__global const %s%d*)(%s)" % (ptype(st), g, ptr)) if g > 1 else "*(%s)" % ptr
+
+def vwrite(ot, g, ptr, v):
+    if ot == "half":     # rounds to nearest even, as the scalar path's vstore_half_rte
+        return ("vstorea_half%d_rte(%s, 0, %s)" % (g, v, ptr)) if g > 1 else "vstore_half_rte(%s, 0, %s)" % (v, ptr)
+    return ("*(__global %s%d*)(%s) = %s" % (ptype(ot), g, ptr, v)) if g > 1 else "*(%s) = %s" % (ptr, v)
+
+def comp(v, g, c):
+    return "%s.s%d" % (v, c) if g > 1 else v
+
+def value(st, ct, x):    # the compute-type value of one element x as read (load()'s conversion)
+    return ("(%s)bf16_load(%s)" % (ctype(ct), x)) if st == "bfloat16" else "(%s)(%s)" % (ctype(ct), x)
+
+def one_args(operands, read):    # ew_one's arguments: each tensor operand's element as read(i, st), each scalar
+    return ", ".join(value(st, ct, read(i, st)) if kind == "t" else "s%d" % i
+                     for i, (kind, st, ct) in enumerate(operands))
+
+def stored(ot, to_bool, expr):   # the element as written (store()'s conversion; half: the float vstore rounds)
+    if to_bool:
+        return "(%s)((%s) != 0)" % (ot, expr)
+    if ot == "half":
+        return "(float)(%s)" % expr
+    return ("bf16_store((float)(%s))" % expr) if ot == "bfloat16" else "(%s)(%s)" % (ot, expr)
 %>
 ${c.preamble(types)}
 % if "bfloat16" in types:
@@ -37,6 +75,12 @@ inline ushort bf16_store(float f) {
 % endif
 % if "sm_" in expr:
 ${sm.helpers(types)}
+% endif
+% if context.get("gvec", 0):
+## one element of the GPU design: the scalar path's loads' conversions are the caller's, its store's conversion here
+inline ${raw(out_type, 1)} ew_one(${", ".join("%s x%d" % (ctype(o[2]), i) for i, o in enumerate(operands))}) {
+    return ${stored(out_type, to_bool, expr)};
+}
 % endif
 <% nt = [i for i, o in enumerate(operands) if o[0] == "t"] %>
 __kernel void ew(__global ${ptype(out_type)}* out, long out_off
@@ -59,6 +103,41 @@ __kernel void ew(__global ${ptype(out_type)}* out, long out_off
 % endfor
     )
 {
+% if rank == 0 and context.get("gvec", 0):
+<% g = context.get("gvec", 0); nv = epi // g %>
+## the GPU design (see the top of this file)
+    long L = get_local_size(0), l = get_local_id(0);
+    long base = (long)get_group_id(0) * L * ${epi};
+    if (base + L * ${epi} <= n) {
+% for i in nt:
+        ${raw(operands[i][1], g)} r${i}[${nv}];
+% endfor
+        #pragma unroll
+        for (int j = 0; j < ${nv}; ++j) {
+            long e = base + (j * L + l) * ${g};
+% for i in nt:
+            r${i}[j] = ${vread(operands[i][1], g, "in%d + off%d + e" % (i, i))};
+% endfor
+        }
+        #pragma unroll
+        for (int j = 0; j < ${nv}; ++j) {
+            ${raw(out_type, g)} o;
+% for cc in range(g):
+            ${comp("o", g, cc)} = ew_one(${one_args(operands, lambda i, st: comp("r%d[j]" % i, g, cc))});
+% endfor
+            ${vwrite(out_type, g, "out + out_off + base + (j * L + l) * %d" % g, "o")};
+        }
+    } else {
+        for (int j = 0; j < ${epi}; ++j) {
+            long e = base + j * L + l;
+            if (e < n) {
+<% tail_args = one_args(operands, lambda i, st: vread(st, 1, "in%d + off%d + e" % (i, i))) %>
+                ${vwrite(out_type, 1, "out + out_off + e", "ew_one(%s)" % tail_args)};
+            }
+        }
+    }
+}
+% else:
     long gid = get_global_id(0);
 % if rank != 0:
     if (gid >= n) return;
@@ -133,6 +212,7 @@ ${elem("e")}
 % endif
     }
 }
+% endif
 % endif
 
 <%def name="elem(idx)">

@@ -266,7 +266,7 @@ def _frame_ok(gframe, fr, info, members):
 
 def _fuse_group(entries, infos, g):
     """The fused launch entry of group ``g`` (entry indices), or None when it cannot be built."""
-    from ..ops.elementwise import _NP_SCALAR
+    from ..ops.elementwise import _NP_SCALAR, gpu_layout
     rt = entries[g[0]][1]
     vws = {infos[i][0].get("vw", 0) for i in g}
     vector = len(vws) == 1 and next(iter(vws)) > 0
@@ -319,13 +319,25 @@ def _fuse_group(entries, infos, g):
     epi = prof.get_value("elementwise", "elems_per_item", 1)
     if vw:
         epi = max(vw, (epi // vw) * vw)
+    # the GPU design's vector accesses, as pointwise chooses them for eager launches (gpu_layout; offsets aligned)
+    layout = gpu_layout(rt, [last["out_type"]] + [o[1] for o in spec if o[0] == "t"])
+    lay = {}
+    if layout is not None:
+        gvec, offs, j = layout[0], [final_off], 0
+        for kind, _, _ in spec:          # fargs: (buffer, offset) per tensor operand, the value per scalar
+            if kind == "t":
+                offs.append(fargs[j + 1])
+            j += 2 if kind == "t" else 1
+        if gvec > 1 and any(off % gvec for off in offs):
+            gvec = 1
+        vw, epi, lay = 0, max(gvec, layout[1] // gvec * gvec), {"gvec": gvec}
     ls = prof.get_value("elementwise", "local_size", 64)
     argd = [None, np.int64]
     for kind, st, ct in spec:
         argd += [None, np.int64] if kind == "t" else [_NP_SCALAR[ct]]
     argd.append(np.int64)
     k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=last["out_type"], expr=text,
-                  rank=0, to_bool=last.get("to_bool", False), types=tuple(sorted(types)), epi=epi, vw=vw, run=1)
+                  rank=0, to_bool=last.get("to_bool", False), types=tuple(sorted(types)), epi=epi, vw=vw, run=1, **lay)
     gs, ls = geometry.nd(rt, (n + epi - 1) // epi, ls, k)
     return ("k", rt, k, gs, ls, (final_buf, final_off, *fargs, n))
 

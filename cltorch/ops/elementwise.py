@@ -19,7 +19,7 @@ from ..backend import geometry
 from .._storage import Storage, host_address
 from .._tensor import Tensor, contiguous_strides
 
-__all__ = ["pointwise", "plan_of", "broadcast_shapes", "common_device", "as_operand"]
+__all__ = ["pointwise", "plan_of", "broadcast_shapes", "common_device", "as_operand", "gpu_layout"]
 
 _NP_SCALAR = {"float": np.float32, "double": np.float64, "half": np.float32, "long": np.int64, "int": np.int32,
               "short": np.int16, "char": np.int8, "uchar": np.uint8, "bfloat16": np.float32}
@@ -194,6 +194,35 @@ def _vector_safe(expr, spec, out_dtype):
     return not any(tok in expr for tok in _VEC_UNSAFE)
 
 
+# storage types' sizes in bytes, for the GPU design's vector width (complex float2/double2: element by element)
+_SIZES = {"float": 4, "double": 8, "half": 2, "bfloat16": 2, "long": 8, "int": 4, "short": 2, "char": 1, "uchar": 1}
+
+
+def gpu_layout(rt, types):
+    """The contiguous path's GPU design, or None where the profile's ``[elementwise] design`` is the CPU one.
+
+    ``types``: the storage types (OpenCL names) of the output and the tensor operands. Returns ``(gvec, epi)``:
+    elements per vector access, the most elements of the widest type that fit ``vector_bytes`` (16: one 16-byte
+    load or store per lane; 1 for complex storage), and elements per work-item, ``elems_per_item`` (8) rounded to
+    whole vectors. Work-group g covers ``L * epi`` consecutive elements, its lanes reading consecutive vectors
+    (``cl_kernels/elementwise.cl.mako``). This is PyTorch's CUDA vectorized elementwise loop
+    (``aten/src/ATen/native/cuda/CUDALoops.cuh``: 16 bytes over the element size per access, 8 elements per thread
+    when operands are wider than a byte, all loads issued before the arithmetic, one block per chunk and no
+    grid-stride loop). The caller falls back to ``gvec = 1`` (the same layout, element by element) where an
+    operand's offset is not a multiple of gvec."""
+    prof = rt.profile
+    if prof.get_value("elementwise", "design", "cpu") != "gpu":
+        return None
+    size = max(_SIZES.get(t, 0) for t in types) if all(t in _SIZES for t in types) else 0
+    gvec = 1
+    if size:
+        gvec = max(1, min(8, int(prof.get_value("elementwise", "vector_bytes", 16)) // size))
+        while gvec & (gvec - 1):         # a power of two: OpenCL's vector sizes 2, 4, 8
+            gvec &= gvec - 1
+    epi = int(prof.get_value("elementwise", "elems_per_item", 8))
+    return gvec, max(gvec, epi // gvec * gvec)
+
+
 def _aligned(t, vw):
     """Vector loads need the element offset, and the host address for cpu tensors, aligned to vw elements."""
     if t._offset % vw:
@@ -282,17 +311,27 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
     # strides: output first, then tensor operands
     strides = [_bstrides(out, shape)] + [_bstrides(t, shape) for t in tens]
     cshape, cstr = _collapse(shape, strides)
+    if len(cshape) > 1:        # dense operands that all share the output's (permuted) layout: one contiguous run
+        order = sorted(range(len(shape)), key=lambda d: -strides[0][d])
+        permuted = _collapse([shape[d] for d in order], [[st[d] for d in order] for st in strides])
+        if len(permuted[0]) <= 1:
+            cshape, cstr = permuted
     rank = len(cshape)
     if rank <= 1 and all((len(s) == 0 or s[0] == 1) for s in cstr):
         rank = 0
     rt = out._storage.runtime()
-    vw = 0
-    if rank == 0 and _vector_safe(expr, spec, out_dtype):
+    vw = gvec = 0
+    layout = gpu_layout(rt, [out_dtype.cl] + [s[1] for s in spec if s[0] == "t"]) if rank == 0 else None
+    if layout is not None:
+        gvec = layout[0]
+        if gvec > 1 and not all(_aligned(t, gvec) for t in [out] + tens):
+            gvec = 1                      # the same layout element by element
+    elif rank == 0 and _vector_safe(expr, spec, out_dtype):
         vw = rt.profile.get_value("elementwise", "vector_width", 1)
         if vw > 1 and not all(_aligned(t, vw) for t in [out] + tens):
             vw = 0
         vw = vw if vw > 1 else 0
-    key = (expr, tuple(spec), out_dtype.cl, out_dtype is D.bool, rank, rt.index, vw)
+    key = (expr, tuple(spec), out_dtype.cl, out_dtype is D.bool, rank, rt.index, vw, gvec)
     entry = _kernels.get(key)
     if entry is None:
         types = {out_dtype.cl} | {s[1] for s in spec} | {s[2] for s in spec}
@@ -303,10 +342,12 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         epi = rt.profile.get_value("elementwise", "elems_per_item", 1) if rank == 0 else 1
         if vw:
             epi = max(vw, (epi // vw) * vw)
+        if gvec:
+            epi = max(gvec, (layout[1] // gvec) * gvec)
         run = rt.profile.get_value("elementwise", "strided_run", 1) if rank else 1
         k = rt.kernel("elementwise.cl.mako", "ew", argd, operands=tuple(spec), out_type=out_dtype.cl,
                       expr=expr, rank=rank, to_bool=out_dtype is D.bool, types=tuple(sorted(types)), epi=epi,
-                      vw=vw, run=run)
+                      vw=vw, run=run, **({"gvec": gvec} if gvec else {}))
         ls = geometry.local1(rt, rt.profile.get_value("elementwise", "local_size", 64), k)
         entry = _kernels[key] = (k, ls, epi, run)
     k, ls, epi, run = entry
@@ -334,7 +375,8 @@ def pointwise(expr, operands, out_dtype, compute, out=None, op_compute=None, sha
         rt.finish_if_exposed()   # memory numpy shares is never stale (the one cpu wait rule)
     if all(a is b for a, b in zip(ops, operands)):
         tail = args[2 + len(ops) + len(tens):]       # after out's and each operand's (buffer, offset) or value
-        plan = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=tail, vw=vw, sync=sync)
+        plan = _Plan(out, shape, kernel=k, gs=(gs,), ls=(ls,), tail=tail, vw=max(vw, gvec if gvec > 1 else 0),
+                     sync=sync)
         host_plan = _plans.get(pkey) if _kernel else None
         if host_plan is not None and host_plan.code is not None:
             host_plan.kplan = plan      # the queued form of a numpy-form plan
@@ -371,12 +413,13 @@ class _Plan:
     ``run`` repeats it: a new output (or the given one), then the host numpy expression (``code``) or the kernel
     with the recorded sizes and strides. A numpy-form plan runs as its kernel (``kplan``, recorded on first need
     through ``remake``, pointwise's arguments) while a kernel is queued on its operands' runtime. Returns None where
-    the signature's plan does not apply to these operands (an offset no longer aligned for the vector path); the
-    caller then takes the general path.
+    the signature's plan does not apply to these operands (an offset no longer aligned for the vector path), or the
+    runtime's profile is no longer the one the plan was made under (deterministic mode, a configuration swapped in);
+    the caller then takes the general path.
     """
 
     __slots__ = ("shape", "stride", "dtype", "device", "numel", "code", "cts", "reads", "kernel", "gs", "ls", "tail",
-                 "vw", "sync", "rt", "np_dtype", "np_strides", "kplan", "remake", "nbytes")
+                 "vw", "sync", "rt", "np_dtype", "np_strides", "kplan", "remake", "nbytes", "profile")
 
     def __init__(self, out, shape, code=None, cts=None, ops=(), kernel=None, gs=None, ls=None, tail=None, vw=0,
                  sync=True, remake=None):
@@ -389,6 +432,7 @@ class _Plan:
                       math.prod(x._shape) if x._stride == contiguous_strides(x._shape) else "view" for x in ops]
         self.kernel, self.gs, self.ls, self.tail, self.vw, self.sync = kernel, gs, ls, tail, vw, sync
         self.rt = out._storage.runtime() if kernel is not None else None
+        self.profile = self.rt.profile if kernel is not None else None
         self.np_dtype = np.dtype(self.dtype.np)
         self.np_strides = tuple(st * self.np_dtype.itemsize for st in self.stride)
         self.kplan, self.remake = None, remake
@@ -405,8 +449,8 @@ class _Plan:
                 res = pointwise(expr, list(operands), out_dtype, compute, out=out, op_compute=op_compute,
                                 shape=shape, _kernel=True)
             return res
-        vw, host = self.vw, self.sync       # sync: cpu storages, whose buffers and alignment need their host memory
-        if vw and out is not None and not _aligned(out, vw):
+        vw, host, rt = self.vw, self.sync, self.rt  # sync: cpu storages, whose buffers and alignment need host memory
+        if rt.profile is not self.profile or vw and out is not None and not _aligned(out, vw):
             return None
         args = []
         for x in operands:
@@ -418,7 +462,6 @@ class _Plan:
                 args.append(x._offset)
             else:
                 args.append(x)
-        rt = self.rt
         if out is None:
             if host:
                 st = Storage.empty(self.numel, self.dtype, self.device, True)
