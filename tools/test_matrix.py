@@ -67,8 +67,13 @@ def _run(args, env):
         sys.stdout.flush()
         tail = (tail + chunk)[-4096:]
     rc = p.wait()
-    lines = [ln for ln in tail.decode(errors="replace").splitlines() if ln.strip()]
-    return rc, (lines[-1].strip("= ") if lines else ""), time.time() - t0
+    lines = [ln.strip("= ") for ln in tail.decode(errors="replace").splitlines() if ln.strip()]
+    # pytest's summary line ("5564 passed, 71 skipped ... in 3002.31s"), not what a process printed after it
+    summary = [ln for ln in lines if _SUMMARY.search(ln)]
+    return rc, (summary or lines or [""])[-1], time.time() - t0
+
+
+_SUMMARY = re.compile(r"\b(passed|failed|errors?|skipped|deselected|no tests ran)\b.* in [0-9.]+s")
 
 
 def _fmt(seconds):
