@@ -344,3 +344,37 @@ def test_launches_in_parts_give_the_same_values(monkeypatch):
         got = ct.fft.fft(ct.tensor(z, device=d)).cpu().numpy()
         np.testing.assert_allclose(got, np.fft.fft(z), rtol=1e-4, atol=1e-4)
     assert sum(n > 1 for n in parts) >= 5, parts                       # pooling, padding, resampling, FFT
+
+
+def test_softmax_rebuilds_its_local_array_when_the_kernel_allows_fewer_work_items(monkeypatch):
+    """softmax's lanes-per-row kernels size a local array by the work-group (template LS): when the built kernel
+    allows fewer work-items than the profile's 128 (registers, as CL_KERNEL_WORK_GROUP_SIZE says), it is rebuilt
+    at the size it allows and the rows per work-group follow; values as torch's."""
+    from cltorch.ops import softmax as S
+    rt = _rt()
+    saved = rt.profile.get("softmax")
+    real = G.kernel_limits
+    monkeypatch.setattr(G, "kernel_limits", lambda rt_, k: (64, 0) if k.function_name.startswith("softmax")
+                        else real(rt_, k))
+    a = np.random.default_rng(4).standard_normal((37, 300)).astype(np.float32)
+    try:
+        rt.profile["softmax"] = dict(saved or {}, local_size=128, lanes=[{"lanes": 32}])
+        S._KERNELS.clear()
+        rt.__dict__.pop("_geometry_memo", None)
+        x, t = ct.tensor(a, device=_dev(), requires_grad=True), torch.tensor(a, requires_grad=True)
+        y, r = ct.softmax(x, 1), torch.softmax(t, 1)
+        _close(y, r, 1e-5, 1e-7)
+        g = np.random.default_rng(5).standard_normal(a.shape).astype(np.float32)
+        y.backward(ct.tensor(g, device=_dev()))
+        r.backward(torch.tensor(g))
+        _close(x.grad, t.grad, 1e-4, 1e-6)
+        built = sorted(dict(key[3])["LS"] for key in S._KERNELS if dict(key[3]).get("TPR") == 32)
+        assert built and set(built) == {64, 128}, built           # built at 128, rebuilt at 64 (forward, backward)
+    finally:
+        if saved is None:
+            rt.profile.pop("softmax", None)
+        else:
+            rt.profile["softmax"] = saved
+        S._KERNELS.clear()
+        rt.__dict__.pop("_geometry_memo", None)
+        rt._geometry_ok.clear()
