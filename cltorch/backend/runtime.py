@@ -188,6 +188,8 @@ class Runtime:
             fits = (k, gsize, lsize) in self._geometry_ok
         if not fits:                  # first time for these sizes: check them against the device and the kernel
             geometry.check(self, k, gsize, lsize, args)
+            if len(self._geometry_ok) >= 8192:     # bounded: a process of ever-new shapes re-checks old ones
+                self._geometry_ok.clear()
             self._geometry_ok.add((k, gsize, lsize))
         if self.capture is not None:
             return self.capture.launch(self, k, gsize, lsize, args)
