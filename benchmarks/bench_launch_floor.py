@@ -11,6 +11,8 @@ Rows, per device (``cl:0`` PoCL and ``cl:1`` Intel here):
   launch does (each call has a new output buffer): the launch floor of any eager Python path.
 - ``enqueue + set_args + pooled output``: the same with a new output buffer from the runtime's pool each call
   (allocated, used, freed by refcount): what one eager op that makes a new tensor cannot go below.
+- ``eager a + b``: the whole op (``a + b`` on the tensors: dispatch, promotion, plan, output tensor, launch), the
+  same kernel; its excess over the row above is cltorch's own per-op host cost.
 
 Host-only rows (no OpenCL): an empty Python function call; ``Tensor._make`` of a device Storage (the metadata
 an op's result costs); ``Storage.__init__`` alone.
@@ -84,10 +86,13 @@ def device_floors(device, reps=7, inner=2000):
     def pooled():
         o = pool.allocate(4000)
         k(q, gs, ls, o, 0, ab, 0, bb, 0, *tail)
-    fin = q.finish
+    def eager():
+        a + b
+    fin = rt.synchronize
     return {"enqueue, args set once": _median(once, reps, inner, fin),
             "enqueue + set_args": _median(set_each, reps, inner, fin),
-            "enqueue + set_args + pooled output": _median(pooled, reps, inner, fin)}
+            "enqueue + set_args + pooled output": _median(pooled, reps, inner, fin),
+            "eager a + b (the whole op)": _median(eager, reps, inner, fin)}
 
 
 def host_floors(reps=7, inner=20000):

@@ -6,6 +6,7 @@ input requires grad, hands the op, its context and its inputs to the recorder th
 ``cltorch.autograd`` installs (``set_recorder``). So this floor knows nothing of the graph, and
 autograd knows ops only through this registry.
 """
+import functools
 import threading
 
 __all__ = ["Op", "register", "REGISTRY", "call", "is_grad_enabled", "set_grad_enabled_raw",
@@ -437,4 +438,5 @@ def _autocast_call(op, args, kw):
 
 
 from . import _storage as _storage_mod  # noqa: E402  (a lower floor: Storage records inference mode)
-_storage_mod._inference_probe[0] = is_inference_mode_enabled
+# the thread's flag read without a Python frame (every new Storage asks)
+_storage_mod._inference_probe[0] = functools.partial(getattr, _state, "inference")
