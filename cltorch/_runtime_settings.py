@@ -4,8 +4,9 @@ and the float32 matmul precision. This module imports nothing from cltorch (it s
 
 Thread counts are recorded only: OpenCL drivers (PoCL included) choose their own work-item threads, so
 ``set_num_threads`` does not change how kernels run; ``get_num_threads`` returns what was set (default
-``os.cpu_count()``). ``set_float32_matmul_precision`` is recorded only as well: cltorch's GEMM always computes
-in full fp32 (no TF32/bf16 passes), which is what ``"highest"`` means."""
+``os.cpu_count()``). ``set_float32_matmul_precision`` is read by the GEMM: "high" and "medium" let float32 products
+run on TF32 matrix units where a device has them and their probe passed (``ops/gemm/mma.py``); "highest" (the
+default) keeps float32 arithmetic. ``cltorch.backends.cuda.matmul.allow_tf32`` reads and sets the same value."""
 import math
 import os
 
@@ -118,8 +119,11 @@ _matmul_precision = ["highest"]
 
 
 def set_float32_matmul_precision(precision):
-    """PyTorch's ``torch.set_float32_matmul_precision``: ``"highest"``, ``"high"`` or ``"medium"``. Recorded
-    only: cltorch's GEMM always computes in full fp32, which is ``"highest"``.
+    """PyTorch's ``torch.set_float32_matmul_precision``: ``"highest"`` (float32 products in float32, the default),
+    ``"high"`` or ``"medium"`` (float32 products may use TF32 matrix units: inputs rounded to 10 mantissa bits,
+    float32 sums; only where a device has them and their probe passed: NVIDIA tensor cores through
+    ``cltorch.ops.gemm.mma``; everywhere else float32 stays float32). Same as setting
+    ``cltorch.backends.cuda.matmul.allow_tf32`` (True for "high").
 
     Raises:
         RuntimeError: another string (PyTorch's error type)."""

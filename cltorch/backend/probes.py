@@ -8,7 +8,7 @@ probe's name carries its version: a changed probe judges again), so each probe r
 import json
 import os
 
-__all__ = ["verdict"]
+__all__ = ["verdict", "result", "known"]
 
 _memo = {}
 
@@ -18,29 +18,44 @@ def _path():
     return cache_dir().parent / "probe_verdicts.json"
 
 
+def _key(rt, name):
+    info = rt.info
+    return "|".join((info.platform, info.name, info.driver_version, name))
+
+
+def _saved():
+    try:
+        return json.loads(_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def verdict(rt, name, check):
     """The cached verdict of probe ``name`` on ``rt``'s device, running ``check(rt)`` the first time.
 
     ``check`` returns (ok, detail); an exception it raises counts as (False, its message). Returns ok (a bool)."""
-    info = rt.info
-    key = "|".join((info.platform, info.name, info.driver_version, name))
-    ok = _memo.get(key)
-    if ok is not None:
-        return ok
-    path = _path()
-    try:
-        saved = json.loads(path.read_text())
-    except (OSError, ValueError):
-        saved = {}
+    return result(rt, name, check)[0]
+
+
+def result(rt, name, check):
+    """``(ok, detail)``: the cached verdict of probe ``name`` on ``rt``'s device and what the probe said (why it
+    failed, or what it checked), running ``check(rt)`` the first time (see :func:`verdict`)."""
+    key = _key(rt, name)
+    hit = _memo.get(key)
+    if hit is not None:
+        return hit
+    saved = _saved()
     if key in saved:
-        ok = bool(saved[key][0])
+        hit = (bool(saved[key][0]), str(saved[key][1]))
     else:
         try:
             ok, detail = check(rt)
         except Exception as e:  # noqa: BLE001 - a probe's failure is its verdict
             ok, detail = False, f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
-        ok = bool(ok)
-        saved[key] = [ok, detail]
+        hit = (bool(ok), str(detail))
+        saved = _saved()            # another process may have written meanwhile
+        saved[key] = list(hit)
+        path = _path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -48,5 +63,11 @@ def verdict(rt, name, check):
             os.replace(tmp, path)
         except OSError:
             pass
-    _memo[key] = ok
-    return ok
+    _memo[key] = hit
+    return hit
+
+
+def known(rt, name):
+    """True when probe ``name`` has a verdict for ``rt``'s device (in memory or on disk): asking costs no launch."""
+    key = _key(rt, name)
+    return key in _memo or key in _saved()

@@ -1,9 +1,15 @@
 """``cltorch.backends.cuda``: PyTorch's CUDA backend flags. No CUDA here: ``is_built()`` is False.
 
-``matmul.allow_tf32``, ``matmul.allow_fp16_reduced_precision_reduction``, ``matmul.allow_bf16_reduced_precision_
-reduction`` and the scaled-dot-product-attention switches are accepted, kept and change nothing: cltorch's GEMM
-computes float32 in float32, and its attention kernel is chosen with ``cltorch.nn.attention.sdpa_kernel``.
+``matmul.allow_tf32`` (and ``matmul.fp32_precision``) is ``cltorch.set_float32_matmul_precision`` seen from here, as
+in torch: True for "high" and "medium", False for "highest" (the default), and setting it sets the precision. It
+lets float32 matrix products run on TF32 matrix units where a device has them and they passed their probe
+(``cltorch.ops.gemm.mma``: NVIDIA tensor cores); elsewhere float32 stays float32.
+``matmul.allow_fp16_reduced_precision_reduction``, ``matmul.allow_bf16_reduced_precision_reduction`` and the
+scaled-dot-product-attention switches are accepted, kept and change nothing (16-bit products always accumulate in
+float32; the attention kernel is chosen with ``cltorch.nn.attention.sdpa_kernel``).
 """
+from .. import _runtime_settings as _settings
+
 __all__ = ["is_built", "matmul", "cufft_plan_cache", "preferred_linalg_library", "preferred_blas_library",
            "enable_flash_sdp", "flash_sdp_enabled", "enable_mem_efficient_sdp", "mem_efficient_sdp_enabled",
            "enable_math_sdp", "math_sdp_enabled", "enable_cudnn_sdp", "cudnn_sdp_enabled"]
@@ -15,13 +21,32 @@ def is_built():
 
 
 class _MatmulFlags:
-    """``torch.backends.cuda.matmul``: accepted flags (attributes keep what is set)."""
+    """``torch.backends.cuda.matmul``: ``allow_tf32`` and ``fp32_precision`` read and set the float32 matmul
+    precision (``cltorch.set_float32_matmul_precision``); the other flags keep what is set."""
 
     def __init__(self):
-        self.allow_tf32 = False
         self.allow_fp16_reduced_precision_reduction = True
         self.allow_bf16_reduced_precision_reduction = True
-        self.fp32_precision = "ieee"
+
+    @property
+    def allow_tf32(self):
+        """True when float32 matrix products may use TF32 matrix units (precision "high" or "medium")."""
+        return _settings.get_float32_matmul_precision() != "highest"
+
+    @allow_tf32.setter
+    def allow_tf32(self, value):
+        _settings.set_float32_matmul_precision("high" if value else "highest")
+
+    @property
+    def fp32_precision(self):
+        """torch's newer spelling: "tf32" when TF32 is allowed, else "ieee"."""
+        return "tf32" if self.allow_tf32 else "ieee"
+
+    @fp32_precision.setter
+    def fp32_precision(self, value):
+        if value not in ("ieee", "tf32", "none"):
+            raise RuntimeError(f"Invalid precision {value!r}: expected 'ieee', 'tf32' or 'none'")
+        self.allow_tf32 = value == "tf32"
 
     def __repr__(self):
         return f"cltorch.backends.cuda.matmul(allow_tf32={self.allow_tf32})"

@@ -45,8 +45,35 @@ def rows():
                     "max_alloc": info.max_alloc, "max_work_group_size": info.max_work_group_size,
                     "max_work_item_sizes": list(info.max_work_item_sizes), "launch_limits": launch,
                     "fp16": info.fp16, "fp64": info.fp64, "profile": prof.name,
-                    "profile_files": [{"file": src, "why": why} for src, why in zip(prof.sources, prof.reasons)]})
+                    "profile_files": [{"file": src, "why": why} for src, why in zip(prof.sources, prof.reasons)],
+                    "gemm_designs": gemm_designs(info, prof)})
     return out
+
+
+_DESIGN_NAMES = {"cpu": "CPU design", "gpu": "portable GPU design"}
+
+
+def gemm_designs(info, prof):
+    """Which GEMM design float16, bfloat16 and float32 products use on a device and why: [{dtype, design, why}]
+    (matrix units: ops/gemm/mma.py; a probe runs here, once per device and driver, only where they are turned on)."""
+    from ..ops.gemm import mma, plan
+    try:
+        design = plan.design(prof)
+    except ValueError as e:
+        return [{"dtype": "all", "design": "none", "why": str(e)}]
+    rows = mma.report(info, prof, runtime=lambda: backend.runtime(info.index), design=design)
+    return [{"dtype": d, "design": _DESIGN_NAMES.get(x, x.replace("mma:", "matrix unit ")), "why": w}
+            for d, x, w in rows]
+
+
+def _print_gemm_designs(rs):
+    print("\nGEMM designs per dtype (float32 takes matrix units only while TF32 is allowed):")
+    for r in rs:
+        groups = {}
+        for g in r["gemm_designs"]:
+            groups.setdefault((g["design"], g["why"]), []).append(g["dtype"])
+        for (design, why), dts in groups.items():
+            print(f"  {r['device']} {', '.join(dts)}: {design}: {why}")
 
 
 def _print_drivers():
@@ -117,6 +144,7 @@ def run(args):
         for dev, why in lowered:
             print(f"  {dev}: " + "; ".join(f"{k} from {v}" for k, v in why.items()))
     _print_profiles(rs)
+    _print_gemm_designs(rs)
     _print_unusable()
     _print_drivers()
     if backend.cpu_device_present():

@@ -350,6 +350,11 @@ def run(args):
             entry["name"] = torch.cl.get_device_name(dev) if dev != "cpu" else "cpu (host memory)"
             entry["checks"] = _checks(dev, args.quick)
             entry["bench"] = _bench(dev, args.quick)
+            if dev != "cpu":          # which GEMM design each dtype's products take here, and why (matrix units)
+                from .devices import gemm_designs
+                idx = torch.device(dev).index
+                rt = backend.runtime(backend.default_index() if idx is None else idx)
+                entry["gemm_designs"] = gemm_designs(rt.info, rt.profile)
             if args.tune and dev != "cpu":
                 entry["tune"] = _tune(dev, args.quick, getattr(args, "tune_budget", None))
         except Exception as e:
@@ -372,6 +377,8 @@ def run(args):
             b = e["bench"]
             print(f"   copy bandwidth {b['copy_GBps']:.1f} GB/s; fp32 GEMM {b['gemm_size']}^3 "
                   f"{b['gemm_fp32_GFLOPs']:.1f} GFLOP/s; queued launch {b['launch_latency_us']:.1f} us/op")
+            for g in e.get("gemm_designs", []):
+                print(f"   GEMM {g['dtype']}: {g['design']} ({g['why']})")
             if "tune" in e:
                 for r in e["tune"]["gemm"]:
                     size = f"{r['size']}^3" if isinstance(r["size"], int) else r["size"]

@@ -10,7 +10,9 @@ Two designs, chosen by the device profile's ``[gemm] design`` (``plan.py`` reads
   micro-kernel with packed panels;
 * ``"gpu"`` (``gpu.py``, ``cl_kernels/gemm_gpu.cl.mako`` with the tile blocks of ``gemm_tiles.cl.mako``):
   work-group tiles in local memory (double buffered), register blocks read with vector loads, split-K for
-  products with few tiles and a long K.
+  products with few tiles and a long K. Under it, float16/bfloat16 products (and float32 ones while TF32 is
+  allowed) run on matrix units (``mma.py``, ``cl_kernels/gemm_mma.cl.mako``: NVIDIA tensor cores, AMD MFMA/WMMA,
+  Intel DPAS) where the profile or ``CLTORCH_MATRIX_UNITS`` turns them on and their probe passed on the device.
 
 Deterministic mode (``cltorch.use_deterministic_algorithms``) runs one profile on every device
 (``backend/deterministic.py``: the CPU tables), so every device runs the CPU design there, whose K loop adds in
@@ -21,8 +23,11 @@ enqueues (a few microseconds each). Nothing here waits for the device.
 """
 import numpy as np
 
-from . import cpu, gpu, plan  # noqa: F401 - the designs (cpu.CpuPlan, gpu.GpuPlan) and plan.py
+from . import cpu, gpu, mma, plan  # noqa: F401 - the designs (cpu.CpuPlan, gpu.GpuPlan, mma.MmaPlan), plan.py
 from .plan import choose_config, design
+from ... import _runtime_settings
+
+_PREC = _runtime_settings._matmul_precision      # float32 plans differ when TF32 is allowed: part of the key
 
 __all__ = ["gemm", "GemmError", "choose_config", "design", "clear_cache", "epilogue_kernel", "launch_info",
            "describe"]
@@ -53,8 +58,9 @@ _plans = {}
 
 
 def clear_cache():
-    """Forget every launch plan (kernels stay cached in their Runtime)."""
+    """Forget every launch plan (kernels stay cached in their Runtime) and the matrix units chosen per device."""
     _plans.clear()
+    mma.clear_cache()
 
 
 def _check_desc(name, d):
@@ -107,9 +113,10 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32, E
         a_buf, a_off, a_rs, a_cs, a_bs = A
         b_buf, b_off, b_rs, b_cs, b_bs = B
         c_buf, c_off, c_rs, c_cs, c_bs = C
-        # offsets are not part of the key, only whether any passes 2^30 and their residue mod 4 (vector alignment)
+        # offsets are not part of the key, only whether any passes 2^30 and their residue mod 8 (vector alignment)
         o = a_off | b_off | c_off
-        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs, o >> 30, o & 3)
+        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs, o >> 30, o & 7,
+               _PREC[0])
         plan = _plans[key]
     except (KeyError, TypeError, ValueError):
         for name, d in (("A", A), ("B", B), ("C", C)):
@@ -118,12 +125,14 @@ def gemm(rt, M, N, K, A, B, C, alpha=1.0, beta=0.0, batch=1, dtype=np.float32, E
         b_buf, b_off, b_rs, b_cs, b_bs = (int(x) if i else x for i, x in enumerate(B))
         c_buf, c_off, c_rs, c_cs, c_bs = (int(x) if i else x for i, x in enumerate(C))
         o = a_off | b_off | c_off
-        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs, o >> 30, o & 3)
+        key = (rt, dtype, M, N, K, batch, a_rs, a_cs, a_bs, b_rs, b_cs, b_bs, c_rs, c_cs, c_bs, o >> 30, o & 7,
+               _PREC[0])
         plan = _plans.get(key)
         if plan is None:
             plan = _make_plan(rt, np.dtype(dtype), M, N, K, batch, (a_off, a_rs, a_cs, a_bs),
-                              (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs), o & 3)
-            _plans[key] = plan
+                              (b_off, b_rs, b_cs, b_bs), (c_off, c_rs, c_cs, c_bs), o & 7)
+            if not getattr(plan, "provisional", False):
+                _plans[key] = plan
     if E is not None:
         _check_desc("E", E)
         if _DTYPES.get(np.dtype(dtype), ("",))[0] in ("half", "bf16"):
@@ -163,9 +172,9 @@ def _make_plan(rt, dt, M, N, K, batch, a, b, c, off_mod):
     return DESIGNS[design(rt.profile)](rt, dt, _DTYPES[dt], M, N, K, batch, a, b, c, big, off_mod, GemmError)
 
 
-# design name (the profile's [gemm] design) -> its plan maker. A design for matrix units (tensor cores, MFMA, DPAS)
-# would be one more entry, chosen by plan.design behind a probe that builds it and checks its numbers.
-DESIGNS = {"cpu": cpu.make_plan, "gpu": gpu.make_plan}
+# design name (the profile's [gemm] design) -> its plan maker. Under the GPU design, products of a dtype a matrix
+# unit takes run on it where the unit is switched on and passed its probe on the device (mma.py), else on gpu.py.
+DESIGNS = {"cpu": cpu.make_plan, "gpu": mma.or_else(gpu.make_plan)}
 
 
 def describe(rt, M, N, K, batch=1, dtype=np.float32):
