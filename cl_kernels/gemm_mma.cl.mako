@@ -147,22 +147,39 @@ vload${X["G"]}(0, ${p} + (${at}))\
 </%def>
 
 <%def name="multiply(Ac, Bc)">
-## One BK step on the current tiles: per IK slice, the warp's A and B fragments, then FM x FN instructions.
+## One BK step on the current tiles: per IK slice, the warp's A and B fragments, then FM x FN instructions
+## (emulated: each slice's loads and instructions exchange through local memory together).
 % for kk in range(bk // IK):
-% for fm in range(FM):
-${mu.load_a(unit, dt, emu, ldm, Ac, fm, a_lay, A_P, "wm0 + %d" % (fm * IM), kk * IK)}
+% if nv16:
+<%
+    calls = [mu.attr.ldsm_a(fm, a_lay, A_P, "wm0 + %d" % (fm * IM), kk * IK) + (Ac,) for fm in range(FM)]
+    calls += [mu.attr.ldsm_b(fn, min(2, FN - fn), b_lay, B_P, "wn0 + %d" % (fn * IN), kk * IK) + (Bc,)
+              for fn in range(0, FN, 2)]
+%>
+% if emu:
+${mu.ldsm_emulated(calls)}
+% else:
+% for call in calls:
+${mu.ldsm(ldm, call[:4], call[4])}
 % endfor
-<% fn = 0 %>
-% while fn < FN:
-<% cnt = 2 if (nv16 and fn + 1 < FN) else 1 %>
-${mu.load_b(unit, dt, emu, ldm, Bc, fn, cnt, b_lay, B_P, "wn0 + %d" % (fn * IN), kk * IK)}
-<% fn += cnt %>
-% endwhile
+% endif
+% else:
+% for fm in range(FM):
+${mu.load_a(unit, dt, Ac, fm, a_lay, A_P, "wm0 + %d" % (fm * IM), kk * IK)}
+% endfor
+% for fn in range(FN):
+${mu.load_b(unit, dt, Bc, fn, b_lay, B_P, "wn0 + %d" % (fn * IN), kk * IK)}
+% endfor
+% endif
+% if emu:
+${mu.mma_emulated(unit, dt, FM, FN)}
+% else:
 % for fm in range(FM):
 % for fn in range(FN):
-${mu.mma(unit, dt, emu, fm, fn, warps)}
+${mu.mma(unit, dt, fm, fn)}
 % endfor
 % endfor
+% endif
 % endfor
 </%def>
 
@@ -174,7 +191,7 @@ void gemm_mma(__global const ${ET}* restrict A, ${I} a_off, ${I} a_rs, ${I} a_cs
 {
     __local ${ET} As[${2 * A_T}] __attribute__((aligned(16)));
     __local ${ET} Bs[${2 * B_T}] __attribute__((aligned(16)));
-${mu.locals_(unit, dt, emu, warps)}
+${mu.locals_(unit, dt, emu, warps, FM, FN, (FM + (FN + 1) // 2) if nv16 else 0)}
     const int tid = get_local_id(0), warp = tid / ${W}, ln = tid % ${W};
     const int wm0 = (warp % ${wm}) * ${WTM}, wn0 = (warp / ${wm}) * ${WTN};
     // work-group -> (batch entry b, tile row, tile column), tile rows in bands of ${gm} (L2 reuse)

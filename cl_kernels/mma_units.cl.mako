@@ -98,6 +98,30 @@ def acc(unit, fm, fn, r):
     return "c%d_%d_%d" % (fm, fn, r)
 
 
+def ldsm_a(f, lay, P, m0, k0):
+    """nv_mma's ldmatrix for A fragment f (rows m0.., k0..): (count, trans, destination registers, the offset of
+    the row lane ln passes). "kc": four 8x8 matrices (rows 0-7 / 8-15) x (k 0-7 / 8-15); "lc": the same, .trans."""
+    dst = ["aF%d_%d" % (f, j) for j in range(4)]
+    if lay == "kc":
+        return 4, False, dst, "(%s + (ln & 7) + (((ln >> 3) & 1) << 3)) * %d + %s + ((ln >> 4) << 3)" % (m0, P, k0)
+    return 4, True, dst, "(%s + (ln & 7) + ((ln >> 4) << 3)) * %d + %s + (((ln >> 3) & 1) << 3)" % (k0, P, m0)
+
+
+def ldsm_b(f, count, lay, P, n0, k0):
+    """nv_mma's ldmatrix for B fragments f .. f+count-1 (count 1 or 2: .x2 or .x4)."""
+    dst = ["bF%d_%d" % (f + i, j) for i in range(count) for j in range(2)]
+    if lay == "kc":
+        return 2 * count, False, dst, "(%s + (ln & 7) + ((ln >> 4) << 3)) * %d + %s + (((ln >> 3) & 1) << 3)" % (
+            n0, P, k0)
+    return 2 * count, True, dst, "(%s + (ln & 7) + (((ln >> 3) & 1) << 3)) * %d + %s + ((ln >> 4) << 3)" % (k0, P, n0)
+
+
+def emu_scratch(unit, dt, fm_n, fn_n, ldsm_slots):
+    """(operand elements, ldmatrix row offsets) of the emulation's local scratch per warp."""
+    IM, IN, IK = shape(unit, dt)
+    return fm_n * IM * IK + fn_n * IK * IN, ldsm_slots * 32
+
+
 def nregs(unit, dt, which):
     """Registers of a lane's A ("a") or B ("b") fragment: elements in pairs (16-bit) or one each (TF32)."""
     m = maps(unit, dt)
@@ -140,13 +164,15 @@ __attribute__((intel_reqd_sub_group_size(${warp(unit)}))) \
 % endif
 </%def>
 
-<%def name="locals_(unit, dt, emu, warps)">
-## Local scratch of the emulation: per warp the IM x IK and IK x IN operands (storage bits) and 32 row offsets
-## for ldmatrix.
+<%def name="locals_(unit, dt, emu, warps, fm_n, fn_n, ldsm_slots)">
+## Local scratch of the emulation, per warp: the operands of one IK slice's fm_n x fn_n instructions (storage
+## bits) and the row offsets of its ldmatrix loads (32 per load).
 % if emu:
-<% IM, IN, IK = shape(unit, dt) %>
-    __local ${"uint" if dt == "float" else "ushort"} emu_ab[${warps * (IM * IK + IK * IN)}];
-    __local uint emu_l[${warps * 32}];
+<% ab, lo = emu_scratch(unit, dt, fm_n, fn_n, ldsm_slots) %>
+    __local ${"uint" if dt == "float" else "ushort"} emu_ab[${warps * ab}];
+% if lo:
+    __local uint emu_l[${warps * lo}];
+% endif
 % endif
 </%def>
 
@@ -205,62 +231,49 @@ __attribute__((intel_reqd_sub_group_size(${warp(unit)}))) \
 % endif
 </%def>
 
-<%def name="_ldsm(emu, ldm, n, trans, dst, X, off)">
-## ldmatrix.sync.aligned.m8n8.x<n>[.trans].shared.b16 into the registers dst (n of them); lane ln gives the
-## address X + off of one 8-element row (lanes 0-7 the rows of matrix 0, 8-15 of matrix 1, ...). Thread ln
-## receives, from matrix j, the elements (ln / 4, 2 (ln % 4) + {0, 1}); with .trans, (2 (ln % 4) + {0, 1}, ln / 4).
-% if emu:
-    {
-        __local uint* xl = emu_l + warp * 32;
-        xl[ln] = (uint)(${off});
-        barrier(CLK_LOCAL_MEM_FENCE);
-% for j, d in enumerate(dst):
-% if trans:
-        ${d} = (uint)${X}[xl[${8 * j} + ((ln & 3) << 1)] + (ln >> 2)] | ((uint)${X}[xl[${8 * j} + ((ln & 3) << 1) + 1] + (ln >> 2)] << 16);
-% else:
-        ${d} = (uint)${X}[xl[${8 * j} + (ln >> 2)] + ((ln & 3) << 1)] | ((uint)${X}[xl[${8 * j} + (ln >> 2)] + ((ln & 3) << 1) + 1] << 16);
-% endif
-% endfor
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-% else:
+<%def name="ldsm(ldm, call, X)">
+## One ldmatrix.sync.aligned.m8n8.x<n>[.trans].shared.b16 (call = (n, trans, registers, offset)): lane ln gives
+## the address X + offset of one 8-element row (lanes 0-7 the rows of matrix 0, 8-15 of matrix 1, ...); thread ln
+## receives from matrix j the elements (ln / 4, 2 (ln % 4) + {0, 1}), with .trans (2 (ln % 4) + {0, 1}, ln / 4).
 <%
+    n, trans, dst, off = call
     regs = ", ".join("%%%d" % i for i in range(n))
     outs = ", ".join('"=r"(%s)' % d for d in dst)
     addr = '"r"((uint)(size_t)(%s + (%s)))' % (X, off) if ldm == "r32" else '"l"(%s + (%s))' % (X, off)
 %>
     CLT_ASM("ldmatrix.sync.aligned.m8n8.x${n}${".trans" if trans else ""}.shared.b16 {${regs}}, [%${n}];" : ${outs} : ${addr});
-% endif
 </%def>
 
-<%def name="load_a(unit, dt, emu, ldm, X, f, lay, P, m0, k0)">
-## A fragment f (rows m0 .. m0+IM-1 of the tile, k0 .. k0+IK-1) from the local A tile X.
-% if unit == "nv_mma" and dt != "float" and ldm != "none":
-% if lay == "kc":
-${_ldsm(emu, ldm, 4, False, ["aF%d_%d" % (f, j) for j in range(4)], X, "(%s + (ln & 7) + (((ln >> 3) & 1) << 3)) * %d + %s + ((ln >> 4) << 3)" % (m0, P, k0))}
-% else:
-${_ldsm(emu, ldm, 4, True, ["aF%d_%d" % (f, j) for j in range(4)], X, "(%s + (ln & 7) + ((ln >> 4) << 3)) * %d + %s + (((ln >> 3) & 1) << 3)" % (k0, P, m0))}
-% endif
-% else:
-${_load_map(unit, dt, X, "a", f, lay, P, m0, k0)}
-% endif
-</%def>
-
-<%def name="load_b(unit, dt, emu, ldm, X, f, count, lay, P, n0, k0)">
-## B fragments f .. f+count-1 (count 1 or 2; columns n0 .. n0+count*IN-1, k0 .. k0+IK-1) from the local B tile X.
-% if unit == "nv_mma" and dt != "float" and ldm != "none":
-<% dst = ["bF%d_%d" % (f + i, j) for i in range(count) for j in range(2)] %>
-% if lay == "kc":
-${_ldsm(emu, ldm, 2 * count, False, dst, X, "(%s + (ln & 7) + ((ln >> 4) << 3)) * %d + %s + (((ln >> 3) & 1) << 3)" % (n0, P, k0))}
-% else:
-${_ldsm(emu, ldm, 2 * count, True, dst, X, "(%s + (ln & 7) + (((ln >> 3) & 1) << 3)) * %d + %s + ((ln >> 4) << 3)" % (k0, P, n0))}
-% endif
-% else:
-<% IN = shape(unit, dt)[1] %>
-% for i in range(count):
-${_load_map(unit, dt, X, "b", f + i, lay, P, "(%s + %d)" % (n0, i * IN), k0)}
+<%def name="ldsm_emulated(calls)">
+## The ldmatrix loads of one IK slice, emulated together (calls: (n, trans, registers, offset, X)): the lanes'
+## row offsets go through local memory (one barrier), each lane gathers its elements, a barrier before reuse.
+    {
+        __local uint* xl = emu_l + warp * ${32 * len(calls)};
+% for c, (n, trans, dst, off, X) in enumerate(calls):
+        xl[${32 * c} + ln] = (uint)(${off});
 % endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+% for c, (n, trans, dst, off, X) in enumerate(calls):
+% for j, d in enumerate(dst):
+% if trans:
+        ${d} = (uint)${X}[xl[${32 * c + 8 * j} + ((ln & 3) << 1)] + (ln >> 2)] | ((uint)${X}[xl[${32 * c + 8 * j} + ((ln & 3) << 1) + 1] + (ln >> 2)] << 16);
+% else:
+        ${d} = (uint)${X}[xl[${32 * c + 8 * j} + (ln >> 2)] + ((ln & 3) << 1)] | ((uint)${X}[xl[${32 * c + 8 * j} + (ln >> 2)] + ((ln & 3) << 1) + 1] << 16);
 % endif
+% endfor
+% endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+</%def>
+
+<%def name="load_a(unit, dt, X, f, lay, P, m0, k0)">
+## A fragment f (rows m0 .. m0+IM-1 of the tile, k0 .. k0+IK-1) from the local A tile X, element by element.
+${_load_map(unit, dt, X, "a", f, lay, P, m0, k0)}
+</%def>
+
+<%def name="load_b(unit, dt, X, f, lay, P, n0, k0)">
+## B fragment f (columns n0 .. n0+IN-1, k0 .. k0+IK-1) from the local B tile X, element by element.
+${_load_map(unit, dt, X, "b", f, lay, P, n0, k0)}
 </%def>
 
 <%def name="_elem(dt, which, f, e)">\
@@ -280,47 +293,65 @@ as_float((uint)(${v})${" << 16" if dt == "bf16" else ""})\
 % endif
 </%def>
 
-<%def name="mma(unit, dt, emu, fm, fn, warps)">
-## Accumulator (fm, fn) += A fragment fm x B fragment fn: one instruction of the warp.
+<%def name="mma_emulated(unit, dt, fm_n, fn_n)">
+## The fm_n x fn_n instructions of one IK slice, emulated together: each owning lane writes the elements its A
+## and B fragments hold where the maps put them, a barrier, each lane adds to its accumulator elements the dot
+## products of their rows and columns (in k order), a barrier before the scratch is reused.
 <%
     IM, IN, IK = shape(unit, dt)
     a, b, c, a_own, b_own, _, _ = maps(unit, dt)
-    na, nb = nregs(unit, dt, "a"), nregs(unit, dt, "b")
-    A = ["aF%d_%d" % (fm, j) for j in range(na)]
-    B = ["bF%d_%d" % (fn, j) for j in range(nb)]
-    C = "c%d_%d" % (fm, fn)
+    ab, _ = emu_scratch(unit, dt, fm_n, fn_n, 0)
+    T = "uint" if dt == "float" else "ushort"
 %>
-% if emu:
     {
-        __local ${"uint" if dt == "float" else "ushort"}* xa = emu_ab + warp * ${IM * IK + IK * IN};
-        __local ${"uint" if dt == "float" else "ushort"}* xb = xa + ${IM * IK};
+        __local ${T}* xa = emu_ab + warp * ${ab};
+        __local ${T}* xb = xa + ${fm_n * IM * IK};
 % if a_own:
         if (${a_own})
 % endif
         {
+% for fm in range(fm_n):
 % for e, (r, k) in enumerate(a):
-            xa[(${r}) * ${IK} + ${k}] = ${_elem(dt, "a", fm, e)};
+            xa[${fm * IM * IK} + (${r}) * ${IK} + ${k}] = ${_elem(dt, "a", fm, e)};
+% endfor
 % endfor
         }
 % if b_own:
         if (${b_own})
 % endif
         {
+% for fn in range(fn_n):
 % for e, (k, col) in enumerate(b):
-            xb[(${k}) * ${IN} + ${col}] = ${_elem(dt, "b", fn, e)};
+            xb[${fn * IK * IN} + (${k}) * ${IN} + ${col}] = ${_elem(dt, "b", fn, e)};
+% endfor
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+% for fm in range(fm_n):
+% for fn in range(fn_n):
 % for r, (row, col) in enumerate(c):
         {
             float s = 0.0f;
-            for (int q = 0; q < ${IK}; q++) s += ${_widen(dt, "xa[(%s) * %d + q]" % (row, IK))} * ${_widen(dt, "xb[q * %d + %s]" % (IN, col))};
+            for (int q = 0; q < ${IK}; q++) s += ${_widen(dt, "xa[%d + (%s) * %d + q]" % (fm * IM * IK, row, IK))} * ${_widen(dt, "xb[%d + q * %d + %s]" % (fn * IK * IN, IN, col))};
             ${acc(unit, fm, fn, r)} += s;
         }
 % endfor
+% endfor
+% endfor
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-% elif unit == "nv_mma":
+</%def>
+
+<%def name="mma(unit, dt, fm, fn)">
+## Accumulator (fm, fn) += A fragment fm x B fragment fn: one instruction of the warp.
+<%
+    IM, IN, IK = shape(unit, dt)
+    na, nb = nregs(unit, dt, "a"), nregs(unit, dt, "b")
+    A = ["aF%d_%d" % (fm, j) for j in range(na)]
+    B = ["bF%d_%d" % (fn, j) for j in range(nb)]
+    C = "c%d_%d" % (fm, fn)
+%>
+% if unit == "nv_mma":
 <%
     shp = "m16n8k8" if dt == "float" else "m16n8k16"
     ty = {"half": "f16", "bf16": "bf16", "float": "tf32"}[dt]

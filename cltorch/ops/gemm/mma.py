@@ -194,8 +194,10 @@ def local_bytes(row, unit, dts, emulated=False):
     bm, bn, bk, wm, wn = (row[k] for k in _ROW_KEYS)
     # the larger of the two layouts of each operand (a plan's layouts are chosen after the row)
     tiles = 2 * es * (max(bm * (bk + pad), bk * (bm + pad)) + max(bn * (bk + pad), bk * (bn + pad)))
-    if emulated:
-        tiles += wm * wn * ((IM * IK + IK * IN) * es + 32 * 4)
+    if emulated:         # per warp: one IK slice's operands and (nv_mma, 16-bit) its ldmatrix row offsets
+        fm, fn = bm // wm // IM, bn // wn // IN
+        tiles += wm * wn * ((fm * IM * IK + fn * IK * IN) * es + (32 * 4 * (fm + (fn + 1) // 2)
+                                                                  if unit == "nv_mma" and dts != "float" else 0))
     return tiles
 
 
@@ -301,12 +303,15 @@ def requirement(info, unit):
 
 
 def _first_error(log):
-    lines = [ln.strip() for ln in str(log).splitlines() if ln.strip()]
-    errs = [ln for ln in lines if "error" in ln.lower()] or lines
+    """The first error lines of a build log, without the compiler's temporary file names."""
+    import re
+    lines = [re.sub(r"^(error:\s*)?\S*:\d+:\d+:\s*(error:\s*)?", "", ln.strip())
+             for ln in str(log).splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "error" in ln.lower() or ln.startswith('"')] or lines
     return " | ".join(errs[:3])[:300]
 
 
-def check(rt, unit, emulated, dts, variant, rows):
+def check(rt, unit, emulated, dts, variant, rows, layouts=(("row", "row"), ("col", "col"))):
     """(ok, detail): the unit's GEMM kernel of each row, built on ``rt``'s device, multiplies fixed matrices with
     edges in M, N and K, in both layouts of each operand, to within float32 rounding of numpy's float64 product of
     the same (rounded) inputs. A failure's detail starts with what failed: "build error: ...", "launch error: ...",
@@ -315,7 +320,7 @@ def check(rt, unit, emulated, dts, variant, rows):
     if why:
         return False, why
     try:
-        return _check(rt, unit, emulated, dts, variant, rows)
+        return _check(rt, unit, emulated, dts, variant, rows, layouts)
     except KernelBuildError as e:
         return False, "build error: " + _first_error(e.log)
     except Exception as e:  # noqa: BLE001 - what a launch raises is the verdict's reason
@@ -364,7 +369,7 @@ def _child(job):
     return list(check(rt, job["unit"], False, job["dts"], job["variant"], job["rows"]))
 
 
-def _check(rt, unit, emulated, dts, variant, rows):
+def _check(rt, unit, emulated, dts, variant, rows, layouts):
     import pyopencl as cl
     from ..._dtype import bfloat16
     npdt = {"half": np.float16, "bf16": np.dtype(bfloat16.np), "float": np.float32}[dts]
@@ -375,7 +380,7 @@ def _check(rt, unit, emulated, dts, variant, rows):
         a = rng.uniform(-1, 1, (M, K)).astype(npdt)
         b = rng.uniform(-1, 1, (K, N)).astype(npdt)
         want = _reference(a, b, dts)
-        for la, lb in (("row", "row"), ("col", "col")):       # A kc + B lc, then A lc + B kc
+        for la, lb in layouts:           # default: A kc + B lc, then A lc + B kc (each operand in both layouts)
             ha = np.ascontiguousarray(a) if la == "row" else np.ascontiguousarray(a.T)
             hb = np.ascontiguousarray(b) if lb == "row" else np.ascontiguousarray(b.T)
             da = (0, K, 1, 0) if la == "row" else (0, 1, M, 0)
@@ -396,7 +401,7 @@ def _check(rt, unit, emulated, dts, variant, rows):
             if not np.isfinite(err) or err > tol:
                 return False, (f"wrong numbers: max relative error {err:.2e} (over {tol:.0e}) for a {M}x{N}x{K} "
                                f"product, A {la}-major, B {lb}-major, tile {row}")
-    return True, f"{len(rows)} tile row(s), 2 layouts each, max relative error {worst:.1e}"
+    return True, f"{len(rows)} tile row(s), {len(layouts)} layouts each, max relative error {worst:.1e}"
 
 
 # ----------------------------------------------------------------------------------------------- the plan
