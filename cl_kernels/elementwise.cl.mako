@@ -109,24 +109,22 @@ __kernel void ew(__global ${ptype(out_type)}* out, long out_off
     long L = get_local_size(0), l = get_local_id(0);
     long base = (long)get_group_id(0) * L * ${epi};
     if (base + L * ${epi} <= n) {
+## unrolled here, not left to the compiler: every vector of every operand loaded into registers first
+% for j in range(nv):
+        long e${j} = base + (${j} * L + l) * ${g};
 % for i in nt:
-        ${raw(operands[i][1], g)} r${i}[${nv}];
+        ${raw(operands[i][1], g)} r${i}_${j} = ${vread(operands[i][1], g, "in%d + off%d + e%d" % (i, i, j))};
 % endfor
-        #pragma unroll
-        for (int j = 0; j < ${nv}; ++j) {
-            long e = base + (j * L + l) * ${g};
-% for i in nt:
-            r${i}[j] = ${vread(operands[i][1], g, "in%d + off%d + e" % (i, i))};
 % endfor
-        }
-        #pragma unroll
-        for (int j = 0; j < ${nv}; ++j) {
+% for j in range(nv):
+        {
             ${raw(out_type, g)} o;
 % for cc in range(g):
-            ${comp("o", g, cc)} = ew_one(${one_args(operands, lambda i, st: comp("r%d[j]" % i, g, cc))});
+            ${comp("o", g, cc)} = ew_one(${one_args(operands, lambda i, st: comp("r%d_%d" % (i, j), g, cc))});
 % endfor
-            ${vwrite(out_type, g, "out + out_off + base + (j * L + l) * %d" % g, "o")};
+            ${vwrite(out_type, g, "out + out_off + e%d" % j, "o")};
         }
+% endfor
     } else {
         for (int j = 0; j < ${epi}; ++j) {
             long e = base + j * L + l;

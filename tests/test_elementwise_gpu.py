@@ -66,13 +66,14 @@ def test_rendered_inner_loop_reads_and_writes_vectors():
     src = program.render("elementwise.cl.mako", operands=ops, out_type="float", expr="x0 + x1", rank=0, to_bool=False,
                          types=("float",), epi=8, vw=0, run=1, gvec=4)
     body = src[src.index("__kernel"):]
-    assert "r0[j] = *(__global const float4*)(in0 + off0 + e);" in body
-    assert "*(__global float4*)(out + out_off + base + (j * L + l) * 4) = o;" in body
-    assert body.index("r1[j] = ") < body.index("= ew_one(")                    # every load before the arithmetic
+    assert "long e1 = base + (1 * L + l) * 4;" in body                         # lane l's vectors l, l + L
+    assert "float4 r0_0 = *(__global const float4*)(in0 + off0 + e0);" in body
+    assert "*(__global float4*)(out + out_off + e1) = o;" in body
+    assert body.index("r1_1 = ") < body.index("= ew_one(")                      # every load before the arithmetic
     half = program.render("elementwise.cl.mako", operands=(("t", "half", "float"), ("s", "float", "float")),
                           out_type="half", expr="x0 * x1", rank=0, to_bool=False, types=("float", "half"), epi=8, vw=0,
                           run=1, gvec=8)
-    assert "vloada_half8(0, in0 + off0 + e)" in half and "vstorea_half8_rte(o, 0, " in half
+    assert "vloada_half8(0, in0 + off0 + e0)" in half and "vstorea_half8_rte(o, 0, out + out_off + e0)" in half
     cpu = program.render("elementwise.cl.mako", operands=ops, out_type="float", expr="x0 + x1", rank=0, to_bool=False,
                          types=("float",), epi=16, vw=8, run=1)
     assert "ew_one" not in cpu and "get_local_size" not in cpu                   # the CPU design as it was
