@@ -293,7 +293,8 @@ def _widened(op, args, kw):
 # _autocast). "lower": floating inputs (not float64) cast to the region's dtype; "fp32": 16-bit floating inputs
 # cast to float32; "fp32_opt": as fp32 unless the call gives an explicit dtype; "promote": floating inputs cast to
 # their widest floating dtype. "cpu" follows torch's CPU lists (aten/src/ATen/autocast_mode.cpp), "cl" its CUDA
-# lists (a GPU-style device). Ops named nowhere run in their inputs' dtypes.
+# lists (a GPU-style device; tests/test_autocast_cl.py holds it to torch's own CUDA test lists). Ops named nowhere
+# run in their inputs' dtypes. torch's linalg_vecdot and linalg_multi_dot are the functions vecdot and multi_dot.
 _LOWER_COMMON = ("mm", "convolution", "convolution_transpose", "scaled_dot_product_flash_attention",
                  "matmul", "bmm", "addmm", "baddbmm", "addbmm", "linear", "conv1d", "conv2d", "conv3d",
                  "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "scaled_dot_product_attention")
@@ -315,11 +316,12 @@ _CL_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "l
             "norm", "rms_norm")
 _CL_FP32_OPT = ("softmax", "log_softmax", "sum", "prod", "cumsum", "cumprod")
 AUTOCAST_OPS = {
-    "cpu": dict([(n, "lower") for n in _LOWER_COMMON + ("prelu", "_thnn_fused_lstm_cell", "rnn_layer")]
+    "cpu": dict([(n, "lower") for n in _LOWER_COMMON + ("prelu", "_thnn_fused_lstm_cell", "rnn_layer", "vecdot")]
                 + [(n, "fp32") for n in _CPU_FP32] + [(n, "promote") for n in ("cat", "stack", "index_copy")]),
     "cl": dict([(n, "lower") for n in _LOWER_COMMON + ("prelu", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell",
                                                        "rnn_layer", "lstm_cell", "gru_cell", "rnn_tanh_cell",
-                                                       "rnn_relu_cell")]
+                                                       "rnn_relu_cell", "addmv", "addr", "mv", "einsum",
+                                                       "chain_matmul", "vecdot", "multi_dot")]
                + [(n, "fp32") for n in _CL_FP32] + [(n, "fp32_opt") for n in _CL_FP32_OPT]
                + [(n, "promote") for n in ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "index_put",
                                            "scatter_add", "tensordot", "cat", "stack", "index_copy")]),

@@ -14,8 +14,11 @@ def _install_nn():
     import sys
     from ..ops._autocast import install
     from .. import nn  # noqa: F401
+    from .. import linalg
+    from ..linalg import _products
+    from ..ops import top_level
     mods = [m for k, m in list(sys.modules.items()) if k.startswith("cltorch.nn.") and "functional" in k]
-    return install(mods)
+    return install(mods + [_products, top_level], aliases=[sys.modules["cltorch"], linalg])
 
 
 _install_nn()

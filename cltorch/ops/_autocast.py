@@ -8,9 +8,11 @@ import functools
 
 from .. import _dispatch
 from .._tensor import Tensor
-from . import linalg, conv, attention, softmax, losses, norms, joins, activations, rnn, reductions, pointwise
+from . import (linalg, conv, attention, softmax, losses, norms, joins, activations, rnn, reductions, pointwise,
+               tensor_methods_extra)
 
-_MODULES = (linalg, conv, attention, softmax, losses, norms, joins, activations, rnn, reductions, pointwise)
+_MODULES = (linalg, conv, attention, softmax, losses, norms, joins, activations, rnn, reductions, pointwise,
+            tensor_methods_extra)
 
 
 def _wrap(fn, name):
@@ -32,10 +34,11 @@ def _wrap(fn, name):
     return autocast_wrapper
 
 
-def install(modules, tensor_methods=True):
+def install(modules, tensor_methods=True, aliases=()):
     """Wrap, in each of ``modules``, the functions defined there whose names ``_dispatch.AUTOCAST_OPS`` lists
-    (and every other name in those modules, and Tensor attribute, bound to the same function). Used here for the
-    op modules and by ``cltorch.amp`` for the nn.functional modules above this floor. Returns how many."""
+    (and every other name in those modules, in the modules ``aliases`` (namespaces that re-export them: ``cltorch``,
+    ``cltorch.linalg``), and Tensor attribute, bound to the same function). Used here for the op modules and by
+    ``cltorch.amp`` for the modules above this floor. Returns how many."""
     names = set()
     for table in _dispatch.AUTOCAST_OPS.values():
         names.update(table)
@@ -51,7 +54,7 @@ def install(modules, tensor_methods=True):
                     w = wrapped[id(fn)] = (fn, _wrap(fn, name))
                 setattr(mod, name, w[1])
     originals = {id(f): w for f, w in wrapped.values()}
-    for mod in modules:              # aliases and re-imports of the same function objects in other op modules
+    for mod in list(modules) + list(aliases):   # aliases and re-imports of the same function objects elsewhere
         for k, v in list(mod.__dict__.items()):
             w = originals.get(id(v))
             if w is not None:
