@@ -4,7 +4,9 @@ The rows and sizes are those of the first H200 run (``../shared/gpu/bench.py``, 
 ``../shared/gpu/README.md``): the launch floor (a 1-element add), bandwidth (a + b, sums, softmax, LayerNorm), GEMM in
 float32 / float16 / bfloat16, attention (forward, causal forward + backward, float16), a 3x3 convolution (forward,
 forward + backward) and whole training steps (an MLP, a Transformer encoder in float32 and under bfloat16 autocast,
-a small CNN). Each row gives both sides the same inputs (from numpy) and the same initial weights.
+a small CNN). Each row gives both sides the same inputs (from numpy) and the same initial weights. The 16-bit rows'
+bars (2.5, issue 27) are for matrix units: run with CLTORCH_MATRIX_UNITS=auto to use them (off in every shipped
+profile until measured; ``cltorch devices`` says which GEMM design each dtype took and why).
 
 Timing rule: after one untimed call per side (ours compiles its kernels there: the note gives that first call's
 seconds), the sides alternate batches of ``iters`` calls, each batch between two synchronizations
@@ -322,9 +324,9 @@ ROWS = [
         work=lambda small: 2 * (128 if small else 4096) ** 3),
     Row("GEMM float32 1024^3 (torch: no TF32)", "GEMM float32 128^3 (the 1024 row)", _gemm(1024, None), 30, bar=2.0,
         rate="TFLOP/s", work=lambda small: 2 * (128 if small else 1024) ** 3),
-    Row("GEMM float16 4096^3", "GEMM float16 128^3", _gemm(4096, "float16"), 10, rate="TFLOP/s",
+    Row("GEMM float16 4096^3", "GEMM float16 128^3", _gemm(4096, "float16"), 10, bar=2.5, rate="TFLOP/s",
         work=lambda small: 2 * (128 if small else 4096) ** 3, smoke=False),
-    Row("GEMM bfloat16 4096^3", "GEMM bfloat16 128^3", _gemm(4096, "bfloat16"), 10, rate="TFLOP/s",
+    Row("GEMM bfloat16 4096^3", "GEMM bfloat16 128^3", _gemm(4096, "bfloat16"), 10, bar=2.5, rate="TFLOP/s",
         work=lambda small: 2 * (128 if small else 4096) ** 3),
     Row("SDPA fwd float32 B8 H16 S1024 D64", "SDPA fwd float32 B1 H2 S128 D64", _sdpa(False), 10, bar=1.5,
         rate="TFLOP/s", work=lambda small: 4 * np.prod(_bhsd(small)) * _bhsd(small)[2]),
@@ -332,7 +334,7 @@ ROWS = [
         rate="TFLOP/s", work=lambda small: 2 * np.prod(_bhsd(small)) * _bhsd(small)[2]),
     Row("SDPA fwd+bwd float32 causal B8 H16 S1024 D64", "SDPA fwd+bwd float32 causal B1 H2 S128 D64", _sdpa_bwd, 5,
         bar=2.0, rate="TFLOP/s", work=lambda small: 7 * np.prod(_bhsd(small)) * _bhsd(small)[2]),
-    Row("SDPA fwd float16 B8 H16 S1024 D64", "SDPA fwd float16 B1 H2 S128 D64", _sdpa(False, "float16"), 10,
+    Row("SDPA fwd float16 B8 H16 S1024 D64", "SDPA fwd float16 B1 H2 S128 D64", _sdpa(False, "float16"), 10, bar=2.5,
         rate="TFLOP/s", work=lambda small: 4 * np.prod(_bhsd(small)) * _bhsd(small)[2], smoke=False),
     Row("conv2d fwd float32 32x64x56x56, 3x3, 64->64", "conv2d fwd float32 2x64x8x8, 3x3, 64->64", _conv, 10, bar=2.0,
         rate="TFLOP/s", work=lambda small: 2 * np.prod(_nchw(small)) * 64 * 9),
@@ -345,7 +347,7 @@ ROWS = [
         5, bar=2.0),
     Row("Transformer bf16 autocast train step, same model and batch",
         "Transformer bf16 autocast train step (the small model)", _train(encoder, _seq_inputs, "mse", "bfloat16"), 5,
-        smoke=False),
+        bar=2.5, smoke=False),
     Row("CNN (3 conv+BN) train step, batch 128 x 3x32x32", "CNN (3 conv+BN, 8-16-32 channels) train step, batch 4",
         _train(cnn, _img_inputs), 10, bar=2.0),
 ]
