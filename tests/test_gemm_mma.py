@@ -205,6 +205,9 @@ def test_matmul_on_emulated_units_matches_torch(rt, units):
             assert err < tol, (dt, i, err)
     plans = [p.describe() for p in G._plans.values() if hasattr(p, "describe")]
     assert any(p.get("design") == "mma" and p.get("unit") == "nv_mma:emulated" for p in plans), plans
+    from cltorch.cli.devices import gemm_designs
+    rep = {g["dtype"]: g for g in gemm_designs(rt.info, rt.profile)}
+    assert rep["float16"]["design"] == "matrix unit nv_mma:emulated" and "probe passed" in rep["float16"]["why"]
 
 
 def test_tf32_only_when_allowed(rt, units):
@@ -359,3 +362,50 @@ def test_amd_kernels_compile(tmp_path, unit, cpu, dts, instr):
         pytest.skip(f"clang-15 does not know {cpu}")
     assert r.returncode == 0, r.stderr[-3000:]
     assert instr in (tmp_path / "k.s").read_text()
+
+
+# ------------------------------------------------------------------------------------------ on a GPU
+def _gpu_with_units():
+    for i in range(cltorch.cl.device_count()):
+        r = runtime(i)
+        if mma.auto_units(r.info):
+            return r
+    return None
+
+
+def test_real_units_on_this_gpu(verdicts, monkeypatch):
+    """On a GPU with matrix units (skipped elsewhere, with the reason): with CLTORCH_MATRIX_UNITS=auto the probe
+    passes, and float16 / bfloat16 products at the shipped rows' sizes (and TF32 float32 ones) run on the unit and
+    agree with numpy's float64 product of the same inputs to the output dtype's rounding."""
+    r = _gpu_with_units()
+    if r is None:
+        pytest.skip("no GPU with matrix units here (NVIDIA, AMD CDNA/RDNA3, Intel with DPAS): "
+                    "the emulated kernels above stand in for them")
+    monkeypatch.setenv(mma.ENV, "auto")
+    G.clear_cache()
+    dev = f"cl:{r.index}"
+    rng = np.random.default_rng(0)
+    for dt, tol in (("float16", 2e-3), ("bfloat16", 8e-3)):
+        choice, why = mma.choose(r, mma.storage_name(np.float16 if dt == "float16" else
+                                                      np.dtype(cltorch.bfloat16.np)))
+        assert choice is not None, why
+        for M, N, K in ((1000, 777, 515), (2048, 2048, 2048)):
+            a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+            b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+            A = cltorch.tensor(a, device=dev).to(getattr(cltorch, dt))
+            B = cltorch.tensor(b, device=dev).to(getattr(cltorch, dt))
+            ref = A.float().cpu().numpy().astype(np.float64) @ B.float().cpu().numpy().astype(np.float64)
+            for got in (A @ B, (A.t().contiguous().t() @ B.t().contiguous().t())):
+                err = np.abs(got.float().cpu().numpy() - ref).max() / np.abs(ref).max()
+                assert err < tol, (dt, M, N, K, err)
+            d = [p.describe() for k, p in G._plans.items() if k[0] is r and k[2:5] == (M, N, K)]
+            assert all(x["design"] == "mma" for x in d), d
+    if "float" in mma.UNITS[choice.unit][2]:
+        try:
+            cltorch.set_float32_matmul_precision("high")
+            a = rng.uniform(-1, 1, (513, 257)).astype(np.float32)
+            got = (cltorch.tensor(a, device=dev) @ cltorch.tensor(a.T.copy(), device=dev)).cpu().numpy()
+            ref = mma._tf32(a).astype(np.float64) @ mma._tf32(a.T.copy()).astype(np.float64)
+            assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-5
+        finally:
+            cltorch.set_float32_matmul_precision("highest")

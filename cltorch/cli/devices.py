@@ -62,7 +62,7 @@ def gemm_designs(info, prof):
     except ValueError as e:
         return [{"dtype": "all", "design": "none", "why": str(e)}]
     rows = mma.report(info, prof, runtime=lambda: backend.runtime(info.index), design=design)
-    return [{"dtype": d, "design": _DESIGN_NAMES.get(x, x.replace("mma:", "matrix unit ")), "why": w}
+    return [{"dtype": d, "design": _DESIGN_NAMES.get(x) or "matrix unit " + x[len("mma:"):], "why": w}
             for d, x, w in rows]
 
 
