@@ -24,6 +24,7 @@ from .elementwise import pointwise, broadcast_shapes, common_device
 from .pointwise import softplus, where
 from .softmax import (kernel, launch, local_size, is_host, compute_dtype, types_of, rows3, softmax as _softmax,
                       log_softmax as _log_softmax)
+from .softmax import cross_entropy as _ce_team
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
@@ -124,7 +125,11 @@ def _ce_fwd(ctx, x, target, weight, ignore_index, reduction, eps, mode):
     host = is_host(x, t)
     params = dict(T=x.dtype.cl, CT=ct.cl, TT=t.dtype.cl, mode=mode, has_w=w is not None,
                   smooth=mode == "ce" and eps > 0, types=types_of(x.dtype, ct, t.dtype))
-    if n:
+    if n and _ce_team.enabled(rt, mode, inner):
+        err = _err_buffer(rt, dev)
+        _ce_team.forward(loss, lse, wt, err, x3, so, sc, t, w, n, C, ignore_index, eps)
+        rt.defer_check(lambda: _raise_target_error(err), key=("ce", id(err)))
+    elif n:
         err = _err_buffer(rt, dev)
         k = kernel(rt, "loss.cl.mako", "ce_fwd", [None, None, None, None, None, _L, _L, _L, _L, None, _L, None, _L,
                                                   _L, _L, _L, _L, _np_scalar(ct)], **params)
@@ -195,6 +200,10 @@ def _ce_bwd(ctx, g):
     else:
         gstride = 0
     rt = gi._runtime()
+    if _ce_team.enabled(rt, mode, inner):
+        _ce_team.backward(gi, g, gstride, den if reduction == "mean" else None, x3, so, sc, t, w, lse, n, C,
+                          ignore_index, eps)
+        return gi, None, None, None, None, None, None
     k = kernel(rt, "loss.cl.mako", "ce_bwd", [None, _L, None, _L, _L, None, None, _L, _L, _L, _L, None, _L, None, _L,
                                               None, _L, _L, _L, _L, _np_scalar(ct), _np_scalar(ct), np.int32],
                **ctx.params)
