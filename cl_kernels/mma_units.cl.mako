@@ -98,22 +98,36 @@ def acc(unit, fm, fn, r):
     return "c%d_%d_%d" % (fm, fn, r)
 
 
-def ldsm_a(f, lay, P, m0, k0):
-    """nv_mma's ldmatrix for A fragment f (rows m0.., k0..): (count, trans, destination registers, the offset of
-    the row lane ln passes). "kc": four 8x8 matrices (rows 0-7 / 8-15) x (k 0-7 / 8-15); "lc": the same, .trans."""
-    dst = ["aF%d_%d" % (f, j) for j in range(4)]
+def ldsm_a(f, lay, P, m0, k0, name="aF"):
+    """nv_mma's ldmatrix for A fragment f (rows m0.., k0..): (count, trans, destination registers <name><f>_j, the
+    offset of the row lane ln passes). "kc": four 8x8 matrices (rows 0-7 / 8-15) x (k 0-7 / 8-15); "lc": the same,
+    .trans."""
+    dst = ["%s%d_%d" % (name, f, j) for j in range(4)]
     if lay == "kc":
         return 4, False, dst, "(%s + (ln & 7) + (((ln >> 3) & 1) << 3)) * %d + %s + ((ln >> 4) << 3)" % (m0, P, k0)
     return 4, True, dst, "(%s + (ln & 7) + ((ln >> 4) << 3)) * %d + %s + (((ln >> 3) & 1) << 3)" % (k0, P, m0)
 
 
-def ldsm_b(f, count, lay, P, n0, k0):
+def ldsm_b(f, count, lay, P, n0, k0, name="bF"):
     """nv_mma's ldmatrix for B fragments f .. f+count-1 (count 1 or 2: .x2 or .x4)."""
-    dst = ["bF%d_%d" % (f + i, j) for i in range(count) for j in range(2)]
+    dst = ["%s%d_%d" % (name, f + i, j) for i in range(count) for j in range(2)]
     if lay == "kc":
         return 2 * count, False, dst, "(%s + (ln & 7) + ((ln >> 4) << 3)) * %d + %s + (((ln >> 3) & 1) << 3)" % (
             n0, P, k0)
     return 2 * count, True, dst, "(%s + (ln & 7) + (((ln >> 3) & 1) << 3)) * %d + %s + ((ln >> 4) << 3)" % (k0, P, n0)
+
+
+def regs(name, f, n):
+    """The registers of fragment f: <name><f>_0 .. <name><f>_<n-1>."""
+    return ["%s%d_%d" % (name, f, j) for j in range(n)]
+
+
+def accs(unit, dt, name):
+    """The accumulator elements of an instruction as lvalues: scalars <name>_r (nv_mma), else <name>.s<r>."""
+    n = len(maps(unit, dt)[2])
+    if acc_vector(unit):
+        return ["%s.s%s" % (name, "0123456789abcdef"[r]) for r in range(n)]
+    return ["%s_%d" % (name, r) for r in range(n)]
 
 
 def emu_scratch(unit, dt, fm_n, fn_n, ldsm_slots):
@@ -173,6 +187,7 @@ __attribute__((intel_reqd_sub_group_size(${warp(unit)}))) \
 % if lo:
     __local uint emu_l[${warps * lo}];
 % endif
+#define emu_ab_per_warp ${ab}
 % endif
 </%def>
 
@@ -276,12 +291,12 @@ ${_load_map(unit, dt, X, "a", f, lay, P, m0, k0)}
 ${_load_map(unit, dt, X, "b", f, lay, P, n0, k0)}
 </%def>
 
-<%def name="_elem(dt, which, f, e)">\
-## Storage bits of element e of fragment <which>F<f> (16-bit: half of a register; float: the TF32 bits).
+<%def name="_elem(dt, R, e)">\
+## Storage bits of element e of the fragment in registers R (16-bit: half of a register; float: the TF32 bits).
 % if dt == "float":
-${which}F${f}_${e}\
+${R[e]}\
 % else:
-(ushort)(${which}F${f}_${e // 2} >> ${16 * (e % 2)})\
+(ushort)(${R[e // 2]} >> ${16 * (e % 2)})\
 % endif
 </%def>
 
@@ -294,25 +309,35 @@ as_float((uint)(${v})${" << 16" if dt == "bf16" else ""})\
 </%def>
 
 <%def name="mma_emulated(unit, dt, fm_n, fn_n)">
-## The fm_n x fn_n instructions of one IK slice, emulated together: each owning lane writes the elements its A
-## and B fragments hold where the maps put them, a barrier, each lane adds to its accumulator elements the dot
-## products of their rows and columns (in k order), a barrier before the scratch is reused.
+## The fm_n x fn_n instructions of one IK slice of the GEMM, emulated together (see mma_emulated_regs).
+<%
+    na, nb = nregs(unit, dt, "a"), nregs(unit, dt, "b")
+    prods = [(fm, fn, accs(unit, dt, "c%d_%d" % (fm, fn))) for fm in range(fm_n) for fn in range(fn_n)]
+%>
+${mma_emulated_regs(unit, dt, [regs("aF", f, na) for f in range(fm_n)], [regs("bF", f, nb) for f in range(fn_n)], prods)}
+</%def>
+
+<%def name="mma_emulated_regs(unit, dt, As, Bs, prods)">
+## Instructions emulated together: As / Bs the register lists of the A and B fragments, prods (index into As,
+## index into Bs, the accumulator's lvalues). Each owning lane writes the elements its fragments hold where the
+## maps put them, a barrier, each lane adds to its accumulator elements the dot products of their rows and columns
+## (in k order), a barrier before the scratch is reused. Every work-item of the group must reach it.
 <%
     IM, IN, IK = shape(unit, dt)
     a, b, c, a_own, b_own, _, _ = maps(unit, dt)
-    ab, _ = emu_scratch(unit, dt, fm_n, fn_n, 0)
+    ab, _ = emu_scratch(unit, dt, len(As), len(Bs), 0)
     T = "uint" if dt == "float" else "ushort"
 %>
     {
-        __local ${T}* xa = emu_ab + warp * ${ab};
-        __local ${T}* xb = xa + ${fm_n * IM * IK};
+        __local ${T}* xa = emu_ab + warp * emu_ab_per_warp;
+        __local ${T}* xb = xa + ${len(As) * IM * IK};
 % if a_own:
         if (${a_own})
 % endif
         {
-% for fm in range(fm_n):
+% for f, R in enumerate(As):
 % for e, (r, k) in enumerate(a):
-            xa[${fm * IM * IK} + (${r}) * ${IK} + ${k}] = ${_elem(dt, "a", fm, e)};
+            xa[${f * IM * IK} + (${r}) * ${IK} + ${k}] = ${_elem(dt, R, e)};
 % endfor
 % endfor
         }
@@ -320,22 +345,20 @@ as_float((uint)(${v})${" << 16" if dt == "bf16" else ""})\
         if (${b_own})
 % endif
         {
-% for fn in range(fn_n):
+% for f, R in enumerate(Bs):
 % for e, (k, col) in enumerate(b):
-            xb[${fn * IK * IN} + (${k}) * ${IN} + ${col}] = ${_elem(dt, "b", fn, e)};
+            xb[${f * IK * IN} + (${k}) * ${IN} + ${col}] = ${_elem(dt, R, e)};
 % endfor
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-% for fm in range(fm_n):
-% for fn in range(fn_n):
+% for ia, ib, C in prods:
 % for r, (row, col) in enumerate(c):
         {
             float s = 0.0f;
-            for (int q = 0; q < ${IK}; q++) s += ${_widen(dt, "xa[%d + (%s) * %d + q]" % (fm * IM * IK, row, IK))} * ${_widen(dt, "xb[%d + q * %d + %s]" % (fn * IK * IN, IN, col))};
-            ${acc(unit, fm, fn, r)} += s;
+            for (int q = 0; q < ${IK}; q++) s += ${_widen(dt, "xa[%d + (%s) * %d + q]" % (ia * IM * IK, row, IK))} * ${_widen(dt, "xb[%d + q * %d + %s]" % (ib * IK * IN, IN, col))};
+            ${C[r]} += s;
         }
-% endfor
 % endfor
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -343,19 +366,18 @@ as_float((uint)(${v})${" << 16" if dt == "bf16" else ""})\
 </%def>
 
 <%def name="mma(unit, dt, fm, fn)">
-## Accumulator (fm, fn) += A fragment fm x B fragment fn: one instruction of the warp.
-<%
-    IM, IN, IK = shape(unit, dt)
-    na, nb = nregs(unit, dt, "a"), nregs(unit, dt, "b")
-    A = ["aF%d_%d" % (fm, j) for j in range(na)]
-    B = ["bF%d_%d" % (fn, j) for j in range(nb)]
-    C = "c%d_%d" % (fm, fn)
-%>
+## Accumulator (fm, fn) += A fragment fm x B fragment fn: one instruction of the warp (GEMM register names).
+${mma_regs(unit, dt, regs("aF", fm, nregs(unit, dt, "a")), regs("bF", fn, nregs(unit, dt, "b")), "c%d_%d" % (fm, fn))}
+</%def>
+
+<%def name="mma_regs(unit, dt, A, B, C)">
+## C += A x B: one instruction of the warp on the register lists A and B; C the accumulator's name (scalars
+## C_r for nv_mma, a vector elsewhere).
 % if unit == "nv_mma":
 <%
     shp = "m16n8k8" if dt == "float" else "m16n8k16"
     ty = {"half": "f16", "bf16": "bf16", "float": "tf32"}[dt]
-    acc_ = ["c%d_%d_%d" % (fm, fn, r) for r in range(4)]
+    acc_ = ["%s_%d" % (C, r) for r in range(4)]
     na_ = len(A)
 %>
     CLT_ASM("mma.sync.aligned.${shp}.row.col.f32.${ty}.${ty}.f32 {%0,%1,%2,%3}, {${",".join("%%%d" % (4 + i) for i in range(na_))}}, {${",".join("%%%d" % (4 + na_ + i) for i in range(len(B)))}}, {%0,%1,%2,%3};"
@@ -396,5 +418,42 @@ as_float((uint)(${v})${" << 16" if dt == "bf16" else ""})\
 #ifndef cl_intel_subgroup_matrix_multiply_accumulate
 #error "the device lacks cl_intel_subgroup_matrix_multiply_accumulate (Intel DPAS)"
 #endif
+% endif
+</%def>
+
+<%def name="quad_reduce(emu, items)">
+## nv_mma: reduce each (op, variable) of items over the 4 lanes that share an accumulator row (lanes 4g .. 4g+3),
+## op "max" or "sum", every lane getting (x0 op x1) op (x2 op x3): warp shuffles (shfl.sync.bfly) on the device;
+## emulated, one exchange through local memory (emu_q: 32 floats per warp and item; every work-item must reach it).
+% if emu:
+    {
+        __local float* xq = emu_q + warp * ${32 * len(items)};
+% for i, (op, v) in enumerate(items):
+        xq[${32 * i} + ln] = ${v};
+% endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+% for i, (op, v) in enumerate(items):
+<% f = "fmax" if op == "max" else "" %>
+        {
+            __local const float* x4 = xq + ${32 * i} + (ln & ~3);
+% if op == "max":
+            ${v} = fmax(fmax(x4[0], x4[1]), fmax(x4[2], x4[3]));
+% else:
+            ${v} = (x4[0] + x4[1]) + (x4[2] + x4[3]);
+% endif
+        }
+% endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+% else:
+% for op, v in items:
+    {
+        float o_;
+% for m in (1, 2):
+        CLT_ASM("shfl.sync.bfly.b32 %0, %1, ${m}, 0x1f, 0xffffffff;" : "=f"(o_) : "f"(${v}));
+        ${v} = ${"fmax(%s, o_)" % v if op == "max" else "%s + o_" % v};
+% endfor
+    }
+% endfor
 % endif
 </%def>

@@ -185,12 +185,17 @@ for unit, dts, row, layouts in %r:
     print("case", unit, dts, file=sys.stderr, flush=True)
     ok, detail = mma.check(rt, unit, True, dts, mma.EMU_VARIANTS.get(unit, [{}])[0], [row], layouts)
     assert ok, (unit, dts, detail)
+print("case attention", file=sys.stderr, flush=True)
+from cltorch.ops.attention import mma as AM
+ok, detail = AM.check(rt, "nv_mma", True, "half", {"ldm": "r32"}, ((16, 21, 70, True),))    # two key blocks
+assert ok, detail
 """
 
 
 def test_emulated_units_under_oclgrind():
-    """The emulated kernels (NVIDIA's, with ldmatrix's row exchange; RDNA3's, whose copy lanes must not write)
-    under Oclgrind with data-race detection: right values and no report (a barrier left out of the emulation is
+    """The emulated kernels (NVIDIA's GEMM, with ldmatrix's row exchange, and its attention forward, with the row
+    reductions' exchange and the next key block in flight; RDNA3's GEMM, whose copy lanes must not write) under
+    Oclgrind with data-race detection: right values and no report (a barrier left out of the emulation is
     reported: checked by hand, 1,000 reports)."""
     from test_kernel_configs import _REPORT, _oclgrind_device
     if _oclgrind_device() is None:
@@ -346,7 +351,34 @@ void __attribute__((overloadable)) vstore_half_rte(float v, size_t i, __global h
     ((__global ushort*)p)[i] = __nvvm_f2h_rn(v); }
 float __attribute__((overloadable)) vload_half(size_t i, const __global half *p) {
     ushort h = ((const __global ushort*)p)[i]; float r; __asm__("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h)); return r; }
+void __attribute__((overloadable)) vstore_half_rte(float v, size_t i, half *p) { ((ushort*)p)[i] = __nvvm_f2h_rn(v); }
+float __attribute__((overloadable)) fmax(float a, float b) { return __builtin_fmaxf(a, b); }
+float __attribute__((overloadable)) exp2(float x) { return __nvvm_ex2_approx_f(x); }
+float __attribute__((overloadable)) log2(float x) { return __nvvm_lg2_approx_f(x); }
 """
+
+
+def ptxas_check(tmp_path, name, src):
+    """clang-15 -> PTX (sm_80) -> ptxas (sm_90) of one rendered kernel, OpenCL's builtins linked from a stub; the
+    PTX text (asserts on failure)."""
+    cc = ["clang-15", "-target", "nvptx64-nvidia-nvcl", "-x", "cl", "-cl-std=CL1.2", "-O2", "-c", "-emit-llvm",
+          "-Xclang", "-target-cpu", "-Xclang", "sm_80"]
+    b = tmp_path / "builtins.bc"
+    if not b.exists():
+        (tmp_path / "b.cl").write_text(_NVB)
+        subprocess.run(cc + ["-cl-no-stdinc", str(tmp_path / "b.cl"), "-o", str(b)], check=True, capture_output=True)
+    k = tmp_path / f"{name}.cl"
+    k.write_text(src)
+    r = subprocess.run(cc + [str(k), "-o", str(tmp_path / f"{name}.bc")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    subprocess.run(["llvm-link-15", str(tmp_path / f"{name}.bc"), str(b), "-o", str(tmp_path / f"{name}.all.bc")],
+                   check=True, capture_output=True)
+    subprocess.run(["llc-15", "-O2", "-mcpu=sm_80", str(tmp_path / f"{name}.all.bc"), "-o",
+                    str(tmp_path / f"{name}.ptx")], check=True, capture_output=True)
+    r = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / f"{name}.ptx"), "-o", str(tmp_path / f"{name}.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, (name, r.stderr[-3000:])
+    return (tmp_path / f"{name}.ptx").read_text()
 
 
 def _tools(*names):
@@ -369,31 +401,15 @@ def test_nvidia_kernels_assemble_with_ptxas(tmp_path):
     (the H200): the inline PTX's syntax, operand types and register constraints are what the ISA wants. OpenCL's
     builtins are linked from a stub (nothing runs)."""
     _tools("clang-15", "llvm-link-15", "llc-15", "ptxas")
-    cc = ["clang-15", "-target", "nvptx64-nvidia-nvcl", "-x", "cl", "-cl-std=CL1.2", "-O2", "-c", "-emit-llvm",
-          "-Xclang", "-target-cpu", "-Xclang", "sm_80"]
-    (tmp_path / "b.cl").write_text(_NVB)
-    subprocess.run(cc + ["-cl-no-stdinc", str(tmp_path / "b.cl"), "-o", str(tmp_path / "b.bc")], check=True,
-                   capture_output=True)
     for name, src in (("f16", _render("nv_mma", "half")),
                       ("bf16", _render("nv_mma", "bf16", a_lay="lc", b_lay="kc", b_g=4, ldm="r64", wn=1, bn=40)),
                       ("tf32", _render("nv_mma", "float"))):
-        k = tmp_path / f"{name}.cl"
-        k.write_text(src)
-        r = subprocess.run(cc + [str(k), "-o", str(tmp_path / f"{name}.bc")], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-3000:]
-        subprocess.run(["llvm-link-15", str(tmp_path / f"{name}.bc"), str(tmp_path / "b.bc"), "-o",
-                        str(tmp_path / f"{name}.all.bc")], check=True, capture_output=True)
-        subprocess.run(["llc-15", "-O2", "-mcpu=sm_80", str(tmp_path / f"{name}.all.bc"), "-o",
-                        str(tmp_path / f"{name}.ptx")], check=True, capture_output=True)
-        ptx = (tmp_path / f"{name}.ptx").read_text()
+        ptx = ptxas_check(tmp_path, name, src)
         assert ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" if name == "tf32" else
                 f"mma.sync.aligned.m16n8k16.row.col.f32.{name}.{name}.f32") in ptx
         if name != "tf32":
             assert "ldmatrix.sync.aligned.m8n8.x4" in ptx and ".trans" in ptx
             assert name != "bf16" or "ldmatrix.sync.aligned.m8n8.x2" in ptx     # 5 n8 fragments per warp
-        r = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / f"{name}.ptx"), "-o",
-                            str(tmp_path / f"{name}.cubin")], capture_output=True, text=True)
-        assert r.returncode == 0, (name, r.stderr[-3000:])
 
 
 @pytest.mark.parametrize("unit,cpu,dts,instr", [("amd_mfma", "gfx90a", "half", "v_mfma_f32_32x32x8"),

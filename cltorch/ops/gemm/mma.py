@@ -328,10 +328,17 @@ def check(rt, unit, emulated, dts, variant, rows, layouts=(("row", "row"), ("col
 
 
 def probe(rt, unit, emulated, dts, variant, rows, timeout=600):
-    """:func:`check`, for a unit's real instructions in a child process (a kernel that faults on a GPU loses its
-    context, and a compiler may abort: neither reaches the user's process); emulated units are checked here."""
+    """:func:`check`, for a unit's real instructions in a child process (see :func:`isolated`); emulated units are
+    checked here."""
     if emulated:
         return check(rt, unit, emulated, dts, variant, rows)
+    return isolated(rt, unit, "cltorch.ops.gemm.mma", "check", [unit, False, dts, variant, rows], timeout)
+
+
+def isolated(rt, unit, module, func, args, timeout=600):
+    """(ok, detail) of ``module.func(rt, *args)`` (a probe's check) run in a child process on ``rt``'s device: a
+    kernel that faults on a GPU loses its context, and a compiler may abort; neither reaches the user's process.
+    Refuses at once (see :func:`requirement`) what must not be built on this device."""
     why = requirement(rt.info, unit)
     if why:
         return False, why
@@ -342,8 +349,7 @@ def probe(rt, unit, emulated, dts, variant, rows, timeout=600):
     root = str(Path(__file__).resolve().parents[3])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     info = rt.info
-    job = dict(index=info.index, name=info.name, platform=info.platform, unit=unit, dts=dts, variant=variant,
-               rows=rows)
+    job = dict(index=info.index, name=info.name, platform=info.platform, module=module, func=func, args=args)
     code = "import json, sys; from cltorch.ops.gemm import mma; print(json.dumps(mma._child(json.loads(sys.argv[1]))))"
     try:
         r = subprocess.run([sys.executable, "-c", code, json.dumps(job)], env=env, capture_output=True, text=True,
@@ -361,12 +367,13 @@ def probe(rt, unit, emulated, dts, variant, rows, timeout=600):
 
 
 def _child(job):
-    """The probe's child process: :func:`check` on the device the parent named (same index, name and platform)."""
+    """The probe's child process: ``job``'s check on the device the parent named (same index, name, platform)."""
+    import importlib
     from ...backend import runtime
     rt = runtime(job["index"])
     if (rt.info.name, rt.info.platform) != (job["name"], job["platform"]):
         return [False, f"the probe's process found {rt.info.name} ({rt.info.platform}) as cl:{job['index']}"]
-    return list(check(rt, job["unit"], False, job["dts"], job["variant"], job["rows"]))
+    return list(getattr(importlib.import_module(job["module"]), job["func"])(rt, *job["args"]))
 
 
 def _check(rt, unit, emulated, dts, variant, rows, layouts):
