@@ -267,7 +267,10 @@ def softmax():
     # row lengths below one chunk of 32, across a partial chunk, and long; each dim 1 (contiguous rows: the
     # profile's lanes per row, vector loads) and dim 0 (strided rows, one lane; 16 and 40 of them side by side
     # run as vector lanes under the CPU tables' row_vector)
-    shapes = [(5, 21), (6, 70), (3, 16)] if TINY else [(37, 513), (300, 65), (3, 7), (2, 3001), (70, 40)]
+    # GPU design (row teams, softmax_team.cl.mako): (2, 2100) holds the row in registers forward and streams it
+    # backward (two arrays), (2, 10000) streams both ways; the transposed rows load element by element
+    shapes = [(5, 21), (6, 70), (3, 16), (2, 2100)] if TINY else [(37, 513), (300, 65), (3, 7), (2, 3001), (70, 40),
+                                                                  (2, 10000)]
     for shape in shapes:
         m = arr(*shape)
         for dim in (1, 0):
@@ -275,6 +278,9 @@ def softmax():
                     [(m * 4, True)])
             fwd_bwd(f"log_softmax {shape} dim {dim}", lambda x: ct.log_softmax(x, dim),
                     lambda x: torch.log_softmax(x, dim), [(m * 4, True)])
+    m = arr(*((33, 9) if TINY else (70, 40))) * 4
+    fwd_bwd("log_softmax, transposed rows", lambda x: ct.log_softmax(x.t(), 1), lambda x: torch.log_softmax(x.t(), 1),
+            [(m, True)])
 
 
 def loss():
@@ -282,6 +288,16 @@ def loss():
     tgt = rng.integers(0, k, n)
     fwd_bwd("cross_entropy", lambda x: ct.nn.functional.cross_entropy(x, ct.from_numpy(tgt).to(DEV)),
             lambda x: torch.nn.functional.cross_entropy(x, torch.from_numpy(tgt)), [(arr(n, k) * 3, True)],
+            1e-5, 1e-6, seed_grad=False)
+    # the GPU design's smoothing sum and class weights, an ignored row
+    cw = rng.uniform(0.5, 2.0, k).astype(np.float32)
+    t2 = tgt.copy()
+    t2[1] = -100
+    fwd_bwd("cross_entropy, weights, smoothing, ignored row",
+            lambda x: ct.nn.functional.cross_entropy(x, ct.from_numpy(t2).to(DEV), ct.from_numpy(cw).to(DEV),
+                                                     label_smoothing=0.1),
+            lambda x: torch.nn.functional.cross_entropy(x, torch.from_numpy(t2), torch.from_numpy(cw),
+                                                        label_smoothing=0.1), [(arr(n, k) * 3, True)],
             1e-5, 1e-6, seed_grad=False)
     fwd_bwd("nll_loss sum", lambda x: ct.nn.functional.nll_loss(x, ct.from_numpy(tgt).to(DEV), reduction="sum"),
             lambda x: torch.nn.functional.nll_loss(x, torch.from_numpy(tgt), reduction="sum"), [(arr(n, k), True)],
