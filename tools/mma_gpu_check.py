@@ -3,8 +3,9 @@
 For the first GPU device (or --device): the probe's verdict per dtype with CLTORCH_MATRIX_UNITS=auto (and the
 reason when it fails), then for float16, bfloat16 and TF32 float32 an M = N = K GEMM (default 4096) timed on each
 candidate tile row of the unit, on the portable GPU design (units off), and on torch's GPU when there is one (TF32
-off for float32 unless the row is TF32), with each result's largest relative difference from the others. Prints
-one line per measurement and, with --json, writes them.
+off for float32 unless the row is TF32), with each result's largest relative difference from the others; then the
+float16 attention forward (B8 H16 S1024 D64) on the flash design, on the unit and on torch. Prints one line per
+measurement and, with --json, writes them.
 
     CLTORCH_PLATFORM=NVIDIA python tools/mma_gpu_check.py [--device cl:0] [--size 4096] [--json mma.json]
 
@@ -129,6 +130,30 @@ def main(argv=None):
             if ref is not None and k != "portable":
                 say(dtype=dt, run=k, max_rel_diff_from_portable=float(np.abs(v - ref).max() / np.abs(ref).max()))
     rt.profile["gemm"] = g0
+    # attention forward, float16, B8 H16 S1024 D64 (the bench row): the flash design, the unit, torch
+    shp = (8, 16, 1024, 64) if n >= 1024 else (1, 2, 128, 64)
+    x = [rng.standard_normal(shp).astype(np.float32) for _ in range(3)]
+    q, k, v = (cltorch.tensor(t, device=dev).half() for t in x)
+    res = {}
+    for label, setting in (("flash", "off"), ("mma", args.units)):
+        os.environ["CLTORCH_MATRIX_UNITS"] = setting
+        G.clear_cache()
+        try:
+            y = cltorch.nn.functional.scaled_dot_product_attention(q, k, v)
+            s = _time(lambda: cltorch.nn.functional.scaled_dot_product_attention(q, k, v), cltorch.cl.synchronize)
+            res[label] = y.float().cpu().numpy()
+            say(op="sdpa fwd float16", shape=shp, run=label, ms=round(s * 1e3, 4),
+                tflops=round(4.0 * np.prod(shp) * shp[2] / s / 1e12, 1))
+        except Exception as e:  # noqa: BLE001
+            say(op="sdpa fwd float16", run=label, error=f"{type(e).__name__}: {str(e)[:300]}")
+    if tdev:
+        tq, tk, tv = (torch.tensor(t, device=tdev).half() for t in x)
+        f = torch.nn.functional.scaled_dot_product_attention
+        s = _time(lambda: f(tq, tk, tv), torch.cuda.synchronize)
+        say(op="sdpa fwd float16", shape=shp, run="torch", ms=round(s * 1e3, 4),
+            tflops=round(4.0 * np.prod(shp) * shp[2] / s / 1e12, 1))
+    if "flash" in res and "mma" in res:
+        say(op="sdpa fwd float16", max_abs_diff_mma_vs_flash=float(np.abs(res["mma"] - res["flash"]).max()))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
