@@ -250,6 +250,8 @@ def test_matmul_on_emulated_units_matches_torch(rt, units):
         x, tx = _pair((3, 20, 33), 3, dt)
         w, tw = _pair((33, 17), 4, dt)
         cases.append((cltorch.matmul(x, w), torch.matmul(tx.double(), tw.double())))
+        w3, tw3 = _pair((3, 33, 17), 10, dt)
+        cases.append((cltorch.bmm(x, w3), torch.bmm(tx.double(), tw3.double())))          # batch strides
         c, tc = _pair((45, 29), 5, dt)
         cases.append((cltorch.addmm(c, a, b, beta=0.5, alpha=2.0),
                       torch.addmm(tc.double(), ta.double(), tb.double(), beta=0.5, alpha=2.0)))
@@ -259,7 +261,8 @@ def test_matmul_on_emulated_units_matches_torch(rt, units):
             err = np.abs(got.float().cpu().numpy() - ref).max() / np.abs(ref).max()
             assert err < tol, (dt, i, err)
     plans = [p.describe() for p in G._plans.values() if hasattr(p, "describe")]
-    assert any(p.get("design") == "mma" and p.get("unit") == "nv_mma:emulated" for p in plans), plans
+    assert len(plans) >= 5 and all(p.get("design") == "mma" and p.get("unit") == "nv_mma:emulated"
+                                   for p in plans), plans
     from cltorch.cli.devices import gemm_designs
     rep = {g["dtype"]: g for g in gemm_designs(rt.info, rt.profile)}
     assert rep["float16"]["design"] == "matrix unit nv_mma:emulated" and "probe passed" in rep["float16"]["why"]
