@@ -67,9 +67,8 @@
         """The weights of the lane's current elements (affine "col" / "group"; A == 1, so b is the element)."""
         if affine == "col":
             return ld_expr(wp)
-        return "(%s)(%s)" % (VT, ", ".join("(%s)%s" % (CT, elem(wp, "((r %% G) * Cg + (lb + %d) / HW)" % q))
-                                           for q in range(S))) if S > 1 else \
-            elem(wp, "((r % G) * Cg + lb / HW)")
+        one = lambda q: "(jl + %d < j1 ? %s : (%s)0)" % (q, elem(wp, "((r %% G) * Cg + (lb + %d) / HW)" % q), CT)
+        return one(0) if S == 1 else "(%s)(%s)" % (VT, ", ".join(one(q) for q in range(S)))
 
     def ld_expr(p):
         """An expression for the S elements at (la, lb) of p (pad 0); the caller knows jl < j1 for some."""
