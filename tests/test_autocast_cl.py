@@ -121,18 +121,14 @@ def _train(lib, device, autocast, steps=24, init_scale=2.0 ** 24):
 
 def test_grad_scaler_float16_training_on_cl():
     """Training under float16 autocast on cl with a GradScaler: the first steps' scaled float16 gradients overflow
-    (scale 2^24), those steps are skipped and the scale backs off, as torch's GradScaler does with the same model on
-    cpu (same skipped steps, same scales); then the loss falls as in float32 training on cl, to within float16's
-    rounding."""
+    (scale 2^24), those steps are skipped (the weights stay) and the scale backs off, as torch's GradScaler does
+    with the same model under float16 autocast on cpu (same skipped steps, same scales); then the loss falls as
+    torch's does, to within float16's rounding."""
     losses, scales, skipped, dts = _train(cltorch, DEV, True)
     assert dts == (cltorch.float16, cltorch.float16, cltorch.float32)
     t_losses, t_scales, t_skipped, _ = _train(torch, "cpu", True)
     assert skipped == t_skipped and scales == t_scales, (skipped, t_skipped, scales, t_scales)
-    assert skipped[0] and not all(skipped), skipped
-    ref, _, _, _ = _train(cltorch, DEV, False)
     n = skipped.index(False)
-    # skipped steps leave the weights: the float16 run is the float32 run shifted by the first skipped steps (a
-    # later overflow, after the scale grew back, skips a step whose loss is already recorded)
+    assert n >= 1 and losses[:n + 1] == [losses[0]] * (n + 1), losses        # skipped steps changed nothing
     assert losses[-1] < 0.6 * losses[0], losses
-    np.testing.assert_allclose(losses[n:], ref[:len(losses) - n], rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(losses, t_losses, rtol=2e-2, atol=2e-2)
