@@ -1,8 +1,9 @@
 """Verdicts of probes that build and run a kernel to decide whether a device may use a vendor intrinsic.
 
-A vendor's intrinsic (inline PTX on NVIDIA, sub-group shuffles on Intel or through ``cl_khr_subgroup_shuffle``)
-is used only after a probe built a kernel with it on the device and checked its numbers against the portable
-kernel's. The verdict is kept in memory and on disk, keyed by platform, device, driver version and probe name (a
+A vendor's intrinsic (inline PTX on NVIDIA, sub-group shuffles on Intel or through ``cl_khr_subgroup_shuffle``,
+matrix units: ``ops/gemm/mma.py``) is used only after a probe built a kernel with it on the device and checked its
+numbers against the portable kernel's or a float64 reference. The verdict and the probe's words (why it failed, or
+what it checked) are kept in memory and on disk, keyed by platform, device, driver version and probe name (a
 probe's name carries its version: a changed probe judges again), so each probe runs once per machine and driver.
 """
 import json

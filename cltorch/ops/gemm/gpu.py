@@ -10,8 +10,9 @@ tiles all folded there: NVIDIA allows 65,535 groups in dimensions 1 and 2 only);
 ``gemm_tile`` writes S partial sums into a workspace (``[S][batch][M][N]`` in the accumulation type, from the
 runtime's pool) and ``gemm_splitk_sum`` adds them in slice order into C.
 
-Matrix units (tensor cores through inline PTX, AMD's MFMA builtins, Intel's DPAS) are not used yet: a kernel for
-them would be one more design that :func:`make_plan` chooses behind a probe, falling back to this one.
+Matrix units (tensor cores through inline PTX, AMD's MFMA/WMMA builtins, Intel's DPAS) are ``mma.py``'s design,
+chosen per dtype behind a probe before this one (``DESIGNS["gpu"] = mma.or_else(gpu.make_plan)``); this design runs
+every product they do not take.
 """
 import numpy as np
 
