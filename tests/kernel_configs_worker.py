@@ -91,6 +91,13 @@ def elementwise():
     close("float64 sqrt", ct.sqrt(C(a.astype(np.float64) + 1)), torch.sqrt(T(a.astype(np.float64) + 1)), 1e-12, 0)
     bf = ct.from_numpy(a).to(DEV).to(ct.bfloat16).float()
     close("bfloat16 round trip", bf, torch.from_numpy(a).to(torch.bfloat16).float(), 0, 0)
+    # the GPU design's whole chunks (local size x 8 elements: 2,048 with 256 work-items) and its tail: float4, half8
+    # and bool vectors, and an unaligned view (element by element)
+    v, w = arr(2 * 2048 + 37), arr(2 * 2048 + 37)
+    close("add, whole chunks", C(v) + C(w), T(v) + T(w), 0, 0)
+    close("half * scalar, whole chunks", C(v).half() * 0.5, T(v).half() * 0.5, 0, 0)
+    equal("compare, whole chunks", C(v) < C(w), T(v) < T(w))
+    close("unaligned views, whole chunks", C(v)[1:] - C(w)[1:], T(v)[1:] - T(w)[1:], 0, 0)
 
 
 def reduction():

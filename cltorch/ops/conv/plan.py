@@ -38,7 +38,7 @@ def _algo(rt, cin, cout, geom):
         from ...backend import geometry
         if geom.G <= geometry.limits(rt).max_groups[2]:
             return "igemm"
-    if prof.get_value("gemm", "design", "cpu") == "gpu":      # GPUs: local-memory GEMM tiles
+    if prof.get_value("gemm", "design", "cpu") == "gpu":      # GPUs: the GPU GEMM design
         return "gemm"
     kmax = int(prof.get_value("conv", "direct_max_k", 1024))
     comax = int(prof.get_value("conv", "direct_max_co", 128))
