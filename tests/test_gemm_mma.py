@@ -56,7 +56,7 @@ def _no_binary_save(monkeypatch):
 @pytest.fixture
 def verdicts(tmp_path, monkeypatch):
     """Probe verdicts in a fresh file (a test's failing probe must not reach the user's cache)."""
-    monkeypatch.setattr(probes, "_path", lambda: tmp_path / "verdicts.json")
+    monkeypatch.setattr(probes, "_path", lambda file: tmp_path / file)
     monkeypatch.setattr(probes, "_memo", {})
     mma.clear_cache()
     yield tmp_path

@@ -34,7 +34,7 @@ def rt():
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("CLTORCH_NO_DISK_CACHE", "1")      # PoCL's own cache serves a second run
-    monkeypatch.setattr(probes, "_path", lambda: tmp_path / "verdicts.json")
+    monkeypatch.setattr(probes, "_path", lambda file: tmp_path / file)
     monkeypatch.setattr(probes, "_memo", {})
     mma.clear_cache()
     yield

@@ -110,11 +110,7 @@ _CHECK_SOURCE = "__kernel void cltorch_compiler_check(__global float* a) { a[get
 _CHECK_SOURCE_WIDE = ("__kernel void cltorch_compiler_check_wide(__global float16* a) "
                       "{ a[get_global_id(0)] = sqrt(a[get_global_id(0)]); }")
 _CHECK_VERSION = "2"    # part of the cached verdict's key: a stricter check re-judges devices judged before
-
-
-def _verdict_path():
-    from .paths import cache_dir
-    return cache_dir().parent / "compiler_checks.json"
+_VERDICTS = "compiler_checks.json"      # beside the kernel cache, kept by backend/probes.py's store
 
 
 def _compiler_check(dev, platform):
@@ -130,25 +126,9 @@ def _compiler_check(dev, platform):
     at the first op. The verdict is cached on disk per platform, device, driver version and check version (a
     check takes about 1 s once per machine; a cached verdict a file read).
     """
-    import json
+    from .probes import stored
     key = "|".join((platform.name, platform.version, dev.name, dev.version, dev.driver_version, _CHECK_VERSION))
-    path = _verdict_path()
-    try:
-        verdicts = json.loads(path.read_text())
-    except (OSError, ValueError):
-        verdicts = {}
-    if key in verdicts:
-        return verdicts[key]
-    verdict = _check_in_child(platform.name, dev.name, dev.driver_version)
-    verdicts[key] = verdict
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(verdicts, indent=1))
-        os.replace(tmp, path)
-    except OSError:
-        pass
-    return verdict
+    return stored(_VERDICTS, key, lambda: _check_in_child(platform.name, dev.name, dev.driver_version))
 
 
 _CHILD_CHECK = r"""

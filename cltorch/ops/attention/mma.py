@@ -79,19 +79,17 @@ def _choice(rt, dts):
     value, _ = units.setting(rt.profile)
     if value.lower() in ("off", "0", "none", "false", ""):
         return None
-    choice, _ = units.choose(rt, dts, run_probes=rt.capture is None)
+    choice, _ = units.choose(rt, dts)
     if choice is None or choice.unit != "nv_mma":
         return None
     var = ",".join(f"{k}={v}" for k, v in sorted(choice.variant.items())) or "-"
     name = f"sdpa matrix unit {choice.label} {dts} [{var}] v{VERSION}"
-    if rt.capture is not None and not probes.known(rt, name):
-        return None
     if choice.emulated:
         ok = probes.verdict(rt, name, lambda rt: check(rt, choice.unit, True, dts, choice.variant))
     else:
         ok = probes.verdict(rt, name, lambda rt: units.isolated(rt, choice.unit, __name__, "check",
                                                                [choice.unit, False, dts, choice.variant]))
-    return choice if ok else None
+    return choice if ok else None          # None: the probe failed, or a capture records and it has not run
 
 
 def forward(q, k, v, mask, cfg):

@@ -227,12 +227,12 @@ def _probe_name(unit, emulated, dts, variant, rows):
     return f"gemm matrix unit {unit}{EMULATED if emulated else ''} {dts} [{var}] rows {rws} v{VERSION}"
 
 
-def choose(rt, dts, run_probes=True):
+def choose(rt, dts):
     """``(Choice or None, why)``: the unit products of storage ``dts`` ("half", "bf16", "float") run on ``rt``'s
-    device, probing each candidate the first time (``run_probes=False``: only verdicts already known count, nothing
-    is launched; an unknown one reads as not yet chosen)."""
+    device, probing each candidate the first time (while a capture records only verdicts already known count,
+    nothing is launched: an unknown one gives ``(None, NOT_PROBED)``, not kept)."""
     value, where = setting(rt.profile)
-    key = (rt.index, value, dts, run_probes)
+    key = (rt.index, value, dts)
     hit = _chosen.get(key)
     if hit is not None:
         return hit
@@ -257,11 +257,11 @@ def choose(rt, dts, run_probes=True):
             reasons.append(f"{unit}: no [gemm] mma_sizes row fits this device")
             continue
         for variant in (VARIANTS if not emu else EMU_VARIANTS).get(unit, _PLAIN):
-            name = _probe_name(unit, emu, dts, variant, rows)
-            if not run_probes and not probes.known(rt, name):
+            hit = probes.result(rt, _probe_name(unit, emu, dts, variant, rows),
+                                lambda rt, u=unit, e=emu, v=variant, r=rows: probe(rt, u, e, dts, v, r))
+            if hit is None:
                 return None, NOT_PROBED
-            ok, detail = probes.result(rt, name, lambda rt, u=unit, e=emu, v=variant, r=rows:
-                                       probe(rt, u, e, dts, v, r))
+            ok, detail = hit
             if ok:
                 out = (Choice(unit, emu, variant, rows), f"probe passed ({detail}; {where})")
                 _chosen[key] = out
@@ -336,44 +336,13 @@ def probe(rt, unit, emulated, dts, variant, rows, timeout=600):
 
 
 def isolated(rt, unit, module, func, args, timeout=600):
-    """(ok, detail) of ``module.func(rt, *args)`` (a probe's check) run in a child process on ``rt``'s device: a
-    kernel that faults on a GPU loses its context, and a compiler may abort; neither reaches the user's process.
-    Refuses at once (see :func:`requirement`) what must not be built on this device."""
+    """(ok, detail) of ``module.func(rt, *args)`` (a probe's check) in a child process on ``rt``'s device
+    (``probes.isolated``): a kernel that faults on a GPU loses its context, and a compiler may abort; neither
+    reaches the user's process. Refuses at once (see :func:`requirement`) what must not be built on this device."""
     why = requirement(rt.info, unit)
     if why:
         return False, why
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-    root = str(Path(__file__).resolve().parents[3])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    info = rt.info
-    job = dict(index=info.index, name=info.name, platform=info.platform, module=module, func=func, args=args)
-    code = "import json, sys; from cltorch.ops.gemm import mma; print(json.dumps(mma._child(json.loads(sys.argv[1]))))"
-    try:
-        r = subprocess.run([sys.executable, "-c", code, json.dumps(job)], env=env, capture_output=True, text=True,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return False, f"the probe's process took over {timeout} s"
-    if r.returncode != 0:
-        tail = " | ".join(ln for ln in (r.stderr or "").strip().splitlines()[-3:])[-300:]
-        return False, f"the probe's process died (exit status {r.returncode}): {tail}"
-    try:
-        ok, detail = json.loads(r.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return False, f"the probe's process printed no verdict: {r.stdout[-200:]!r}"
-    return bool(ok), str(detail)
-
-
-def _child(job):
-    """The probe's child process: ``job``'s check on the device the parent named (same index, name, platform)."""
-    import importlib
-    from ...backend import runtime
-    rt = runtime(job["index"])
-    if (rt.info.name, rt.info.platform) != (job["name"], job["platform"]):
-        return [False, f"the probe's process found {rt.info.name} ({rt.info.platform}) as cl:{job['index']}"]
-    return list(getattr(importlib.import_module(job["module"]), job["func"])(rt, *job["args"]))
+    return probes.isolated(rt, module, func, args, timeout)
 
 
 def _check(rt, unit, emulated, dts, variant, rows, layouts):
@@ -533,7 +502,7 @@ def make_plan(rt, dt, types, M, N, K, batch, a, b, c, big, off_mod, error):
     value, _ = setting(rt.profile)
     if value.lower() in ("off", "0", "none", "false", ""):
         return None
-    choice, why = choose(rt, dts, run_probes=rt.capture is None)
+    choice, why = choose(rt, dts)
     if choice is None:
         if why == NOT_PROBED:
             raise Provisional()

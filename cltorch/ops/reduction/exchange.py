@@ -37,18 +37,19 @@ def candidates(info):
 
 def mode(rt):
     """The lane exchange the reductions use on ``rt``'s device: "ptx", "intel", "khr" or "" (none); None while
-    undecided and a capture records (the probe's launches belong to no graph; without the exchange the trees give
-    the same bits, so a plan made then uses none and is not kept)."""
+    a capture records and a probe it needs has not run (see ``backend/probes.py``; without the exchange the trees
+    give the same bits, so a plan made then uses none and is not kept)."""
     want = rt.profile.get_value("reduction", "lane_exchange", "off") or "off"
     key = (rt.index, want)
     m = _modes.get(key)
     if m is None:
-        if want != "off" and rt.capture is not None:
-            return None
         m = ""
         if want != "off":
             for c in (candidates(rt.info) if want == "auto" else [want]):
-                if probes.verdict(rt, f"reduction lane exchange {c} v{_VERSION}", lambda rt, c=c: _check(rt, c)):
+                ok = probes.verdict(rt, f"reduction lane exchange {c} v{_VERSION}", lambda rt, c=c: _check(rt, c))
+                if ok is None:
+                    return None
+                if ok:
                     m = c
                     break
         _modes[key] = m
