@@ -55,6 +55,13 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
     rtm.DETERMINISTIC[0] = mode
     for rt in list(rtm._runtimes.values()):
         rt.profile = profile() if mode else rt.native_profile
+    clear_plans()
+
+
+def clear_plans():
+    """Forget every launch plan and kernel cached from a runtime's profile (``_PLAN_CACHES``), so the next launch
+    plans under the profile and limits the runtimes have now (what switching the mode does; tests that swap a
+    profile call it too)."""
     for mod, names in _PLAN_CACHES.items():
         m = sys.modules.get(mod)
         for n in names if m is not None else ():

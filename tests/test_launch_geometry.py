@@ -9,7 +9,6 @@ N x C > 64 planes launched 128 work-items in dimension 2, where NVIDIA allows 64
 """
 import contextlib
 import os
-import sys
 import warnings
 
 import numpy as np
@@ -202,12 +201,7 @@ def limits_of(rt, lim):
     def clear():
         rt._geometry_ok.clear()
         rt.__dict__.pop("_geometry_memo", None)
-        for mod, names in _deterministic._PLAN_CACHES.items():
-            m = sys.modules.get(mod)
-            for n in names if m is not None else ():
-                c = getattr(m, n, None)
-                if isinstance(c, dict):
-                    c.clear()
+        _deterministic.clear_plans()
     clear()
     rt._limits = lim
     try:

@@ -140,13 +140,7 @@ def _configuration(props):
     saved = rt.profile, rt.native_profile, getattr(rt, "_limits", None)
 
     def clear():
-        import sys
-        for mod, names in _deterministic._PLAN_CACHES.items():
-            m = sys.modules.get(mod)
-            for n in names if m is not None else ():
-                c = getattr(m, n, None)
-                if isinstance(c, dict):
-                    c.clear()
+        _deterministic.clear_plans()
         from cltorch.ops.reduction import exchange
         exchange._modes.clear()
         rt._limits = None
