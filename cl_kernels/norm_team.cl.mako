@@ -9,6 +9,8 @@
 ##   K: groups of 32 a lane holds in registers at once; cached: the whole chunk fits (G = ceil(CH / 32) <= K): it is
 ##      read from global memory once per kernel; otherwise each pass streams it in blocks of K groups
 ##   xchg: the lane exchange; which: "part", "fwd", "bwd_part" or "bwd" (one kernel per program)
+##   flat: A == 1, a row's elements are adjacent (layer/rms/group norm): lanes address their elements from a base
+##         pointer with constant offsets, and a chunk may stay in registers; batch_norm (A > 1) streams
 ## Without `vec` (batch_norm with Bn % 8 != 0) TPR is 32 (one element per lane and group).
 ## A team's unit is u = r * nch + c (row r, chunk c); work-item arguments and outputs are norm.cl.mako's.
 <%namespace name="cm" file="common.cl.mako"/>
@@ -31,75 +33,92 @@
     def elem(p, i):
         return "vload_half(0, %s + (%s))" % (p, i) if half else "(%s)%s[%s]" % (CT, p, i)
 
-    def addr(p):
-        """The lane's current element (la, lb) of the row at p."""
-        return "%s + la * sa + lb" % p
+    # Positions. flat (A == 1: a row's elements are adjacent, layer/rms/group norm): a lane's element of group k is
+    # o + q (o = 32 k, or ob_ + 32 k in a streamed block) past the lane's base pointers xl, gl, yl, ol (the chunk's
+    # start plus lane * S), so cached loads and stores take constant offsets, and it lies in the chunk when o + q <
+    # cl. Otherwise (batch_norm) the lane walks (jl, la, lb): element jl of the row at la * sa + lb, streamed.
+    LP = {"xp": "xl", "gp": "gl", "yp": "yl", "op": "ol"}
+
+    def idx(q):
+        return ("o + %d" % q if q else "o") if flat else ("la * sa + lb + %d" % q if q else "la * sa + lb")
+
+    def valid(q):
+        return "(o + %d < cl)" % q if flat else "(jl + %d < j1)" % q
+
+    def ptr(p):
+        return LP[p] if flat else p
 
     def ld(var, p, pad="0"):
-        """Statements: var = the lane's S elements of the current group (those at j >= j1 read pad)."""
-        a = addr(p)
+        """Statements: var = the lane's S elements of the current group (those past the chunk read pad)."""
+        b = ptr(p)
         if S == 1:
-            return "%s = jl < j1 ? %s : (%s)%s;" % (var, elem(p, "la * sa + lb"), CT, pad)
-        full = ("vload_half%d(0, %s)" if half else "vload%d(0, %s)") % (S, a)
-        parts = ", ".join("(jl + %d < j1 ? %s : (%s)%s)" % (q, elem(p, "la * sa + lb + %d" % q), CT, pad)
-                          for q in range(S))
-        return "if (jl + %d <= j1) %s = %s; else %s = (%s)(%s);" % (S, var, full, var, VT, parts)
+            return "%s = %s ? %s : (%s)%s;" % (var, valid(0), elem(b, idx(0)), CT, pad)
+        full = ("vload_half%d(0, %s + %s)" if half else "vload%d(0, %s + %s)") % (S, b, idx(0))
+        parts = ", ".join("(%s ? %s : (%s)%s)" % (valid(q), elem(b, idx(q)), CT, pad) for q in range(S))
+        return "if (%s) %s = %s; else %s = (%s)(%s);" % (valid(S - 1), var, full, var, VT, parts)
 
     def st(p, val):
-        """Statements: store the S values val at the lane's current elements (those < j1)."""
-        a = addr(p)
+        """Statements: store the S values val at the lane's current elements (those in the chunk)."""
+        b = ptr(p)
         if S == 1:
-            one = "vstore_half(%s, 0, %s);" % (val, a) if half else "%s[la * sa + lb] = (%s)(%s);" % (p, T, val)
-            return "if (jl < j1) %s" % one
-        full = ("vstore_half%d(%s, 0, %s);" if half else "vstore%d(%s, 0, %s);") % (S, val, a)
-        parts = " ".join("if (jl + %d < j1) %s" % (q, "vstore_half(sv_.s%x, 0, %s + %d);" % (q, a, q) if half
-                                                     else "%s[la * sa + lb + %d] = (%s)sv_.s%x;" % (p, q, T, q))
+            one = ("vstore_half(%s, 0, %s + %s);" % (val, b, idx(0)) if half
+                   else "%s[%s] = (%s)(%s);" % (b, idx(0), T, val))
+            return "if %s %s" % (valid(0), one)
+        full = ("vstore_half%d(%s, 0, %s + %s);" if half else "vstore%d(%s, 0, %s + %s);") % (S, val, b, idx(0))
+        parts = " ".join("if %s %s" % (valid(q), "vstore_half(sv_.s%x, 0, %s + %s);" % (q, b, idx(q)) if half
+                                       else "%s[%s] = (%s)sv_.s%x;" % (b, idx(q), T, q))
                          for q in range(S))
-        return "if (jl + %d <= j1) %s else { %s sv_ = %s; %s }" % (S, full, VT, val, parts)
+        return "if (%s) %s else { %s sv_ = %s; %s }" % (valid(S - 1), full, VT, val, parts)
 
     def keep(v):
-        """v with the components at j >= j1 set to 0."""
+        """v with the components past the chunk set to 0."""
         if S == 1:
-            return "(jl < j1 ? %s : (%s)0)" % (v, CT)
-        return "select((%s)0, %s, (%s)(iota_ + (%s)(jl) < (%s)j1))" % (VT, v, IT, IT, IT)
+            return "(%s ? %s : (%s)0)" % (valid(0), v, CT)
+        pos, end = ("o", "cl") if flat else ("jl", "j1")
+        return "select((%s)0, %s, (%s)(iota_ + (%s)(%s) < (%s)%s))" % (VT, v, IT, IT, pos, IT, end)
 
     def wvec(wp):
-        """The weights of the lane's current elements (affine "col" / "group"; A == 1, so b is the element)."""
+        """The weights of the lane's current elements (affine "col" / "group": flat, the element is b)."""
         if affine == "col":
-            return ld_expr(wp)
-        one = lambda q: "(jl + %d < j1 ? %s : (%s)0)" % (q, elem(wp, "((r %% G) * Cg + (lb + %d) / HW)" % q), CT)
+            one = lambda q: "(%s ? %s : (%s)0)" % (valid(q), elem("(%s + jb)" % wp, idx(q)), CT)
+        else:
+            one = lambda q: "(%s ? %s : (%s)0)" % (valid(q), elem(wp, "((r %% G) * Cg + (jb + %s) / HW)" % idx(q)),
+                                                  CT)
         return one(0) if S == 1 else "(%s)(%s)" % (VT, ", ".join(one(q) for q in range(S)))
-
-    def ld_expr(p):
-        """An expression for the S elements at (la, lb) of p (pad 0); the caller knows jl < j1 for some."""
-        if S == 1:
-            return "(jl < j1 ? %s : (%s)0)" % (elem(p, "lb"), CT)
-        return "(%s)(%s)" % (VT, ", ".join("(jl + %d < j1 ? %s : (%s)0)" % (q, elem(p, "lb + %d" % q), CT)
-                                           for q in range(S)))
 
     def xhat(v):
         return "((%s - mu) - ml) * rstd" % v if center else "%s * rstd" % v
 
     def groups(body):
-        """Code: for every group k of the chunk, body(k) = (declarations, loads, statements) with the lane's position
-        (jl, la, lb) at group k; cached: one pass over the K groups; streamed: blocks of K groups, the block's loads
-        first."""
+        """Code: for every group k of the chunk, body(k) = (declarations, loads, statements) at the lane's position of
+        group k; cached (flat only): one pass over the K groups; streamed: blocks of K groups, the block's loads first."""
+        if flat:
+            if cached:
+                out = []
+                for k in range(K):
+                    d, l, r_ = body(k)
+                    out.append("    %s { const int o = %d; %s %s }" % (d, 32 * k, l, r_))
+                return "\n".join(out)
+            out = ["    for (int ob_ = 0; ob_ < cl; ob_ += %d) {" % (32 * K)]
+            for k in range(K):
+                d, l, r_ = body(k)
+                out.append("      %s { const int o = ob_ + %d; %s }" % (d, 32 * k, l))
+            for k in range(K):
+                out.append("      { const int o = ob_ + %d; %s }" % (32 * k, body(k)[2]))
+            out.append("    }")
+            return "\n".join(out)
+        assert not cached
         out = ["    { long jl = j0 + lane * %d, la = Bn ? jl / Bn : 0, lb = jl - la * Bn;" % S]
         step = "jl += 32; la += da_; lb += db_; if (lb >= Bn) { lb -= Bn; la += 1; }"
-        if cached:
-            for k in range(K):
-                d, l, r_ = body(k)
-                out.append("      %s { %s %s } %s" % (d, l, r_, step))
-        else:
-            out.append("    for (long i0_ = 0; i0_ < G_; i0_ += %d) {" % K)
-            out.append("      long jk_[%d], ak_[%d], bk_[%d];" % (K, K, K))
-            for k in range(K):
-                d, l, r_ = body(k)
-                out.append("      %s jk_[%d] = jl; ak_[%d] = la; bk_[%d] = lb;" % (d, k, k, k))
-                out.append("      { const long jl = jk_[%d], la = ak_[%d], lb = bk_[%d]; %s } %s" % (k, k, k, l, step))
-            for k in range(K):
-                out.append("      { const long jl = jk_[%d], la = ak_[%d], lb = bk_[%d]; %s }" % (k, k, k, body(k)[2]))
-            out.append("    }")
+        out.append("    for (long i0_ = 0; i0_ < G_; i0_ += %d) {" % K)
+        out.append("      long jk_[%d], ak_[%d], bk_[%d];" % (K, K, K))
+        for k in range(K):
+            d, l, r_ = body(k)
+            out.append("      %s jk_[%d] = jl; ak_[%d] = la; bk_[%d] = lb;" % (d, k, k, k))
+            out.append("      { const long jl = jk_[%d], la = ak_[%d], lb = bk_[%d]; %s } %s" % (k, k, k, l, step))
+        for k in range(K):
+            out.append("      { const long jl = jk_[%d], la = ak_[%d], lb = bk_[%d]; %s }" % (k, k, k, body(k)[2]))
+        out.append("    }")
         out.append("    }")
         return "\n".join(out)
 %>
@@ -120,8 +139,13 @@ ${gr.exchange_functions(xchg, [CT])}
     if (!live) unit = 0;
     const long r = unit / nch, c = unit - r * nch;
     const long j0 = c * CH, j1 = min(j0 + CH, L);
+% if flat:
+    const int cl = (int)(j1 - j0) - lane * ${S};     // the chunk's elements from the lane's first one
+    const long jb = j0 + lane * ${S};                 // the lane's first element of the row
+% else:
     const long G_ = (j1 - j0 + 31) / 32;
     const long da_ = Bn ? 32 / Bn : 0, db_ = Bn ? 32 % Bn : 0;
+% endif
 </%def>
 ## the chunk's sums: team-reduce each (sum) and leave the results in every lane
 <%def name="reduce(*names)">
@@ -150,11 +174,9 @@ ${reduce("s1_")}
 % endif
     ${VT} d_ = (${VT})0, q_ = (${VT})0;
 % if cached:
-    { long jl = j0 + lane * ${S};
 % for k in range(K):
-    { ${VT} t = ${keep("x%d - P_" % k)}; d_ += t; q_ += t * t; } jl += 32;
+    { const int o = ${32 * k}; ${VT} t = ${keep("x%d - P_" % k)}; d_ += t; q_ += t * t; }
 % endfor
-    }
 % else:
 <% dq = lambda k: "{ %s t = %s; d_ += t; q_ += t * t; }" % (VT, keep("b%d - P_" % k)) %>\
 ${groups(lambda k: ("%s b%d;" % (VT, k), ld("b%d" % k, "xp"), dq(k)))}
@@ -188,6 +210,9 @@ __kernel void norm_team_part(__global ${CT}* part, __global const ${T}* x, long 
 {
 ${unit_setup()}
     __global const ${T}* xp = x + x_off + r * rs;
+% if flat:
+    __global const ${T}* xl = xp + jb;
+% endif
 % if cached:
 ${load_x()}
 % endif
@@ -210,7 +235,13 @@ __kernel void norm_team_fwd(__global ${T}* y, long y_off,
 {
 ${unit_setup()}
     __global const ${T}* xp = x + x_off + r * rs;
+% if flat:
+    __global const ${T}* xl = xp + jb;
+% endif
     __global ${T}* yp = y + y_off + r * rs;
+% if flat:
+    __global ${T}* yl = yp + jb;
+% endif
     ${CT} M = (${CT})L;
     ${VOL}${CT} m1 = 0, dl = 0, m2 = 0;
 % if cached:
@@ -297,11 +328,9 @@ ${groups(lambda k: ("%s b%d;" % (VT, k), ld("b%d" % k, "xp"), out_val("b%d" % k)
     {
     ${VT} e_ = (${VT})0, f_ = (${VT})0;
 % if cached:
-    { long jl = j0 + lane * ${S};
 % for k in range(K):
-    e_ += g${k}; f_ += ${keep("g%d * %s" % (k, xhat("x%d" % k)))}; jl += 32;
+    { const int o = ${32 * k}; e_ += g${k}; f_ += ${keep("g%d * %s" % (k, xhat("x%d" % k)))}; }
 % endfor
-    }
 % else:
 <% ef = lambda k: "e_ += g%d; f_ += %s;" % (k, keep("g%d * %s" % (k, xhat("x%d" % k)))) %>\
 ${groups(lambda k: ("%s g%d, x%d;" % (VT, k, k), gload(k, "g%d" % k, "x%d" % k), ef(k)))}
@@ -329,7 +358,13 @@ __kernel void norm_team_bwd_part(__global ${CT}* part,
 {
 ${unit_setup()}
     __global const ${T}* xp = x + x_off + r * rs;
+% if flat:
+    __global const ${T}* xl = xp + jb;
+% endif
     __global const ${T}* gp = g + g_off + r * rs;
+% if flat:
+    __global const ${T}* gl = gp + jb;
+% endif
     const ${CT} mu = mean_in[r], ml = mean_in[nrows + r], rstd = rstd_in[r];
 % if cached:
 ${load_gx()}
@@ -353,8 +388,17 @@ __kernel void norm_team_bwd(__global ${T}* gi, long gi_off,
 {
 ${unit_setup()}
     __global const ${T}* xp = x + x_off + r * rs;
+% if flat:
+    __global const ${T}* xl = xp + jb;
+% endif
     __global const ${T}* gp = g + g_off + r * rs;
+% if flat:
+    __global const ${T}* gl = gp + jb;
+% endif
     __global ${T}* op = gi + gi_off + r * rs;
+% if flat:
+    __global ${T}* ol = op + jb;
+% endif
     ${CT} M = (${CT})L;
     const ${CT} mu = mean_in[r], ml = mean_in[nrows + r], rstd = rstd_in[r];
     ${VOL}${CT} s1 = 0, s2 = 0;

@@ -33,8 +33,11 @@
     def elem(p, i):
         return "vload_half(0, %s + (%s))" % (p, i) if half else "(%s)%s[%s]" % (CT, p, i)
 
+    # Offsets: o is a group's first element relative to the lane's first (an int: 32 k, or cb + 32 k in a streamed
+    # block); p a lane's base pointer (x + lane * S * sr), so a cached row's loads take constant offsets; rl (int) is
+    # the number of the row's elements from the lane's first one, so an element o + q lies in the row when o + q < rl.
     def ld_full(p, st, o, cont):
-        """The S elements o .. o + S - 1 (all inside the row) of the row at p (element stride st)."""
+        """The S elements o .. o + S - 1 (all inside the row) of the lane at p (element stride st)."""
         if cont and S > 1:
             return ("vload_half%d(0, %s + %s)" if half else "vload%d(0, %s + %s)") % (S, p, o)
         if S == 1:
@@ -43,41 +46,47 @@
         return "(%s)(%s)" % (VT, ", ".join(elem(p, i) for i in idx))
 
     def ld_part(p, st, o, cont, pad):
-        """As ld_full, elements at index >= R read as pad."""
+        """As ld_full, elements past the row read as pad."""
         idx = [("%s + %d" % (o, q), "%s + %d" % (o, q) if cont else "(%s + %d) * %s" % (o, q, st)) for q in range(S)]
-        parts = ["(%s < R ? %s : (%s)%s)" % (j, elem(p, i), CT, pad) for j, i in idx]
+        parts = ["(%s < rl ? %s : (%s)%s)" % (j, elem(p, i), CT, pad) for j, i in idx]
         return parts[0] if S == 1 else "(%s)(%s)" % (VT, ", ".join(parts))
 
     def load(var, p, st, o, cont, pad):
         """Statements: var = the lane's S elements at o (padded past the row's end)."""
-        return ("if (%s + %d <= R) %s = %s; else if (%s < R) %s = %s; else %s = (%s)(%s);"
+        return ("if (%s + %d <= rl) %s = %s; else if (%s < rl) %s = %s; else %s = (%s)(%s);"
                 % (o, S, var, ld_full(p, st, o, cont), o, var, ld_part(p, st, o, cont, pad), var, VT, pad))
 
     def store(p, o, val):
-        """Statements: the S values val at elements o .. o + S - 1 of the contiguous row p (those < R)."""
+        """Statements: the S values val at elements o .. o + S - 1 of the lane at p, contiguous (those in the row)."""
         if S == 1:
             one = "vstore_half(%s, 0, %s + %s);" % (val, p, o) if half else "%s[%s] = (%s)(%s);" % (p, o, T, val)
-            return "if (%s < R) %s" % (o, one)
+            return "if (%s < rl) %s" % (o, one)
         full = ("vstore_half%d(%s, 0, %s + %s);" if half else "vstore%d(%s, 0, %s + %s);") % (S, val, p, o)
-        parts = " ".join("if (%s + %d < R) %s" % (o, q, "vstore_half(sv_.s%x, 0, %s + %s + %d);" % (q, p, o, q)
-                                                      if half else "%s[%s + %d] = sv_.s%x;" % (p, o, q, q))
+        parts = " ".join("if (%s + %d < rl) %s" % (o, q, "vstore_half(sv_.s%x, 0, %s + %s + %d);" % (q, p, o, q)
+                                                       if half else "%s[%s + %d] = sv_.s%x;" % (p, o, q, q))
                          for q in range(S))
-        return "if (%s + %d <= R) %s else { %s sv_ = %s; %s }" % (o, S, full, VT, val, parts)
+        return "if (%s + %d <= rl) %s else { %s sv_ = %s; %s }" % (o, S, full, VT, val, parts)
+
+    def inside(o):
+        """The lane's components at o that lie in the row, as a comparison (S > 1: a vector of IT)."""
+        if S == 1:
+            return "(%s < rl)" % o
+        return "(iota_ + (%s)(%s) < (%s)rl)" % (IT, o, IT)
 
     def wload(var, o):
         """Statements: var = the class weights of the lane's S classes at o (1 without weights; 0 past the row)."""
         if has_w:
-            return load(var, "wp", "1", o, True, "0")
+            return load(var, "wl", "1", o, True, "0")
         if S == 1:
-            return "%s = %s < R ? (%s)1 : (%s)0;" % (var, o, CT, CT)
-        return "%s = select((%s)0, (%s)1, (%s)(iota_ + (%s)(%s) < (%s)R));" % (var, VT, VT, IT, IT, o, IT)
+            return "%s = %s < rl ? (%s)1 : (%s)0;" % (var, o, CT, CT)
+        return "%s = select((%s)0, (%s)1, %s);" % (var, VT, VT, inside(o))
 
     def stream(pre, body):
-        """The row's groups in blocks of K: pre(k, o) (the block's loads) for every group k of the block (o: the
-        lane's first element of it), then body(k, o) for each."""
-        out = ["    for (long c0_ = 0; c0_ < nc; c0_ += %d) {" % K]
+        """The row's groups in blocks of K: pre(k, o) (the block's loads) for every group k of the block (o: its
+        offset), then body(k, o) for each."""
+        out = ["    for (int cb_ = 0; cb_ < rl; cb_ += %d) {" % (32 * K)]
         for k in range(K):
-            out.append("        const long o%d = (c0_ + %d) * 32 + lane * %d;" % (k, k, S))
+            out.append("        const int o%d = cb_ + %d;" % (k, 32 * k))
             out.append("        " + pre(k, "o%d" % k))
         for k in range(K):
             out.append("        " + body(k, "o%d" % k))
@@ -85,20 +94,20 @@
         return "\n".join(out)
 
     def max_pre(k, o):
-        return "%s b%d; %s" % (VT, k, load("b%d" % k, "x", "sr", o, contig, "-INFINITY"))
+        return "%s b%d; %s" % (VT, k, load("b%d" % k, "xl", "sr", o, contig, "-INFINITY"))
 
     def write_pre(k, o):
-        return "%s b%d; %s" % (VT, k, load("b%d" % k, "x", "sr", o, contig, "0"))
+        return "%s b%d; %s" % (VT, k, load("b%d" % k, "xl", "sr", o, contig, "0"))
 
     def bpre(k, o):
-        return "%s g%d; %s %s y%d; %s" % (VT, k, load("g%d" % k, "gp", "gsr", o, contig, "0"), VT, k,
-                                          load("y%d" % k, "yp", "ysr", o, contig, "0"))
+        return "%s g%d; %s %s y%d; %s" % (VT, k, load("g%d" % k, "gl", "gsr", o, contig, "0"), VT, k,
+                                          load("y%d" % k, "yl", "ysr", o, contig, "0"))
 
     def bsum(k, o):
         return "a += g%d;" % k if log else "a += g%d * y%d;" % (k, k)
 
     def bwrite(k, o):
-        return store("op", o, "g%d - fexpv(y%d) * s" % (k, k) if log else "y%d * (g%d - s)" % (k, k))
+        return store("ol", o, "g%d - fexpv(y%d) * s" % (k, k) if log else "y%d * (g%d - s)" % (k, k))
 %>
 ${c.preamble(types)}
 ${gr.exchange_functions(xchg, [CT])}
@@ -115,15 +124,15 @@ __kernel void softmax_team_fwd(__global ${T}* out, long out_off, __global const 
     __local ${CT} red[${LS}];
 % endif
 ${tm.team_setup(TPR, LS)}
-    __global const ${T}* x = in + in_off + row * so;
-    __global ${T}* y = out + out_off + row * R;
-    const long nc = (R + 31) / 32;
+    const int rl = (int)(R - lane * ${S});
+    __global const ${T}* xl = in + in_off + row * so + lane * ${S} * sr;
+    __global ${T}* yl = out + out_off + row * R + lane * ${S};
     ${VT} mv = ${NEG};
 % if cached:
-## the row in registers: group k of the row is v{k} (k >= nc: padding)
+## the row in registers: group k of the row is v{k} (past the row: padding)
 % for k in range(K):
     ${VT} v${k};
-    { const long o = ${k * 32} + lane * ${S}; ${load("v%d" % k, "x", "sr", "o", contig, "-INFINITY")} }
+    ${load("v%d" % k, "xl", "sr", str(32 * k), contig, "-INFINITY")}
 % endfor
 % for k in range(K):
     mv = vmax_nan(mv, v${k});
@@ -160,10 +169,10 @@ ${tm.team_reduce("s", "sum", CT, TPR, xchg, "red")}
 % endif
 % if cached:
 % for k in range(K):
-    { const long o = ${k * 32} + lane * ${S}; ${store("y", "o", "(v%d - ms) - ls" % k if log else "v%d * inv" % k)} }
+    ${store("yl", str(32 * k), "(v%d - ms) - ls" % k if log else "v%d * inv" % k)}
 % endfor
 % else:
-${stream(write_pre, lambda k, o: store("y", o, "(b%d - ms) - ls" % k if log else "fexpv(b%d - ms) * inv" % k))}
+${stream(write_pre, lambda k, o: store("yl", o, "(b%d - ms) - ls" % k if log else "fexpv(b%d - ms) * inv" % k))}
 % endif
 }
 % elif which == "bwd":
@@ -178,18 +187,17 @@ __kernel void softmax_team_bwd(__global ${T}* gi, long gi_off,
     __local ${CT} red[${LS}];
 % endif
 ${tm.team_setup(TPR, LS)}
-    __global const ${T}* gp = g + g_off + row * gso;
-    __global const ${T}* yp = y + y_off + row * yso;
-    __global ${T}* op = gi + gi_off + row * R;
-    const long nc = (R + 31) / 32;
+    const int rl = (int)(R - lane * ${S});
+    __global const ${T}* gl = g + g_off + row * gso + lane * ${S} * gsr;
+    __global const ${T}* yl = y + y_off + row * yso + lane * ${S} * ysr;
+    __global ${T}* ol = gi + gi_off + row * R + lane * ${S};
     ${VT} a = (${VT})0;
 % if cached:
 % for k in range(K):
-    const long o${k} = ${k * 32} + lane * ${S};
-    ${bpre(k, "o%d" % k)}
+    ${bpre(k, str(32 * k))}
 % endfor
 % for k in range(K):
-    ${bsum(k, "o%d" % k)}
+    ${bsum(k, str(32 * k))}
 % endfor
 % else:
 ${stream(bpre, bsum)}
@@ -199,7 +207,7 @@ ${tm.team_reduce("s", "sum", CT, TPR, xchg, "red")}
     if (!live) return;
 % if cached:
 % for k in range(K):
-    ${bwrite(k, "o%d" % k)}
+    ${bwrite(k, str(32 * k))}
 % endfor
 % else:
 ${stream(bpre, bwrite)}
@@ -224,14 +232,16 @@ __kernel void ce_team_fwd(__global ${CT}* loss, __global ${CT}* lse_out, __globa
 ${tm.team_setup(TPR, LS)}
     __global const ${T}* x = in + in_off + row * so;
     __global const ${T}* wp = w + w_off;
+    const int rl = (int)(R - lane * ${S});
+    __global const ${T}* xl = x + lane * ${S} * sr;
+    __global const ${T}* wl = wp + lane * ${S};
     const long tg = (long)t[t_off + row];
     const bool ignored = tg == ignore_index, bad = !ignored && (tg < 0 || tg >= R);
-    const long nc = (R + 31) / 32;
     ${VT} mv = ${NEG};
 % if cached:
 % for k in range(K):
     ${VT} v${k};
-    { const long o = ${k * 32} + lane * ${S}; ${load("v%d" % k, "x", "sr", "o", contig, "-INFINITY")} }
+    ${load("v%d" % k, "xl", "sr", str(32 * k), contig, "-INFINITY")}
 % endfor
 % for k in range(K):
     mv = vmax_nan(mv, v${k});
@@ -259,13 +269,13 @@ ${tm.team_reduce("s", "sum", CT, TPR, xchg, "red")}
     def smooth_term(xv, k, o):
         """a2 += w_c * (ls - (x_c - ms)) for the lane's classes inside the row (past it: + 0)."""
         if S == 1:
-            return "{ %s wv; %s if (%s < R) a2 += wv * (ls - (%s - ms)); }" % (VT, wload("wv", o), o, xv)
-        return "{ %s wv; %s a2 += select((%s)0, wv * (ls - (%s - ms)), (%s)(iota_ + (%s)(%s) < (%s)R)); }" % (
-            VT, wload("wv", o), VT, xv, IT, IT, o, IT)
+            return "{ %s wv; %s if (%s < rl) a2 += wv * (ls - (%s - ms)); }" % (VT, wload("wv", o), o, xv)
+        return "{ %s wv; %s a2 += select((%s)0, wv * (ls - (%s - ms)), %s); }" % (
+            VT, wload("wv", o), VT, xv, inside(o))
 %>
 % if cached:
 % for k in range(K):
-    ${smooth_term("v%d" % k, k, "(%d + lane * %d)" % (k * 32, S))}
+    ${smooth_term("v%d" % k, k, str(32 * k))}
 % endfor
 % else:
 ${stream(max_pre, lambda k, o: smooth_term("b%d" % k, k, o))}
@@ -310,16 +320,18 @@ ${tm.team_setup(TPR, LS)}
     if (!live) return;
     __global const ${T}* x = in + in_off + row * so;
     __global const ${T}* wp = w + w_off;
-    __global ${T}* op = gi + gi_off + row * R;
+    const int rl = (int)(R - lane * ${S});
+    __global const ${T}* xl = x + lane * ${S} * sr;
+    __global const ${T}* wl = wp + lane * ${S};
+    __global ${T}* ol = gi + gi_off + row * R + lane * ${S};
     const long tg = (long)t[t_off + row];
-    const long nc = (R + 31) / 32;
     if (tg == ignore_index || tg < 0 || tg >= R) {
-        for (long c0_ = 0; c0_ < nc; ++c0_) {
-            const long o = c0_ * 32 + lane * ${S};
-            ${store("op", "o", "(%s)0" % VT)}
+        for (int o = 0; o < rl; o += 32) {
+            ${store("ol", "o", "(%s)0" % VT)}
         }
         return;
     }
+    const int tl = (int)(tg - lane * ${S});     // the target's offset from the lane's first element
     ${CT} gs = ${elem("g", "g_off + row * gstride")};
     if (has_den) gs = gs / den[0];
 % if has_w:
@@ -334,25 +346,25 @@ ${tm.team_setup(TPR, LS)}
     const ${CT} bsc = gs * eps_smooth / (${CT})R;
     const ${CT} wsum = ${"wsum_in[0]" if has_w else "(%s)R" % CT};
 % endif
-    for (long c0_ = 0; c0_ < nc; c0_ += ${K}) {
+    for (int cb_ = 0; cb_ < rl; cb_ += ${32 * K}) {
 % for k in range(K):
-        const long o${k} = (c0_ + ${k}) * 32 + lane * ${S};
-        ${VT} b${k}; ${load("b%d" % k, "x", "sr", "o%d" % k, contig, "0")}
+        const int o${k} = cb_ + ${32 * k};
+        ${VT} b${k}; ${load("b%d" % k, "xl", "sr", "o%d" % k, contig, "0")}
 % endfor
 % for k in range(K):
         {
             ${VT} p = fexpv(b${k} - lse);
 % if S == 1:
-            ${VT} v = a * (p - (o${k} == tg ? (${CT})1 : (${CT})0));
+            ${VT} v = a * (p - (o${k} == tl ? (${CT})1 : (${CT})0));
 % else:
-            ${VT} hit = select((${VT})0, (${VT})1, (${IT})(iota_ + (${IT})(o${k}) == (${IT})(tg)));
+            ${VT} hit = select((${VT})0, (${VT})1, (${IT})(iota_ + (${IT})(o${k}) == (${IT})(tl)));
             ${VT} v = a * (p - hit);
 % endif
 % if smooth:
             ${VT} wv; ${wload("wv", "o%d" % k)}
             v = v + bsc * (wsum * p - wv);
 % endif
-            ${store("op", "o%d" % k, "v")}
+            ${store("ol", "o%d" % k, "v")}
         }
 % endfor
     }

@@ -29,7 +29,7 @@ _PLAN_CACHES = {
     "cltorch.ops.elementwise": ("_plans", "_kernels"), "cltorch.ops.reduction": ("_plans", "_align"),
     "cltorch.ops.reduction.kernels": ("_kernels",),
     "cltorch.ops.gemm": ("_plans",), "cltorch.ops.attention.plan": ("_plans",),
-    "cltorch.ops.softmax.launch": ("_KERNELS",), "cltorch.ops.softmax.team": ("_plans",), "cltorch.ops.conv.launch": ("_kcache",),
+    "cltorch.ops.softmax.common": ("_KERNELS",), "cltorch.ops.softmax.team": ("_plans",), "cltorch.ops.conv.launch": ("_kcache",),
     "cltorch.ops.conv.igemm": ("_kcache", "_plans"), "cltorch.ops.pool": ("_kcache",),
     "cltorch.ops.global_pool": ("_kernels",),
     "cltorch.ops.indexing": ("_kernels",), "cltorch.ops.sortscan": ("_kernels",),

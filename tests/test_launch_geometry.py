@@ -344,7 +344,7 @@ def test_softmax_rebuilds_its_local_array_when_the_kernel_allows_fewer_work_item
     """softmax's lanes-per-row kernels size a local array by the work-group (template LS): when the built kernel
     allows fewer work-items than the profile's 128 (registers, as CL_KERNEL_WORK_GROUP_SIZE says), it is rebuilt
     at the size it allows and the rows per work-group follow; values as torch's."""
-    from cltorch.ops.softmax import launch as S          # the fused kernels' cache (ops/softmax/launch.py)
+    from cltorch.ops.softmax import common as S          # the fused kernels' cache (ops/softmax/common.py)
     rt = _rt()
     saved = rt.profile.get("softmax")
     real = G.kernel_limits

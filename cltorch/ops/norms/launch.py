@@ -6,7 +6,7 @@ import numpy as np
 
 from ... import _dtype as D
 from ..._tensor import Tensor
-from ..softmax.launch import kernel, launch, local_size, is_host, compute_dtype, types_of, design
+from ..softmax.common import kernel, launch, local_size, is_host, compute_dtype, types_of, design
 from .team import team
 
 __all__ = ["_chunks", "wgrad_shape", "_norm_launch", "_norm_bwd_launch", "_wgrad_launch"]
@@ -19,11 +19,11 @@ _BWD_PART_ARGS = [None, None, _L, None, _L, None, _L, None, None] + [_L] * 10
 _NAMES = {"part": "norm_part", "fwd": "norm_fwd", "bwd_part": "norm_bwd_part", "bwd": "norm_bwd"}
 
 
-def _kernel(rt, which, args, params, units, CH):
+def _kernel(rt, which, args, params, units, CH, flat):
     """(kernel, work-items, work-group size) of kernel ``which`` over ``units`` (row, chunk) pairs in the device
-    profile's design."""
+    profile's design (``flat``: A == 1, a row's elements adjacent)."""
     if design(rt, "norm") == "gpu":
-        t = team(rt, which, args, params, CH, params["vec"])
+        t = team(rt, which, args, params, CH, flat)
         return t.kernel, t.work_items(units), t.ls
     return kernel(rt, "norm.cl.mako", _NAMES[which], args, **params), units, local_size(rt, "norm")
 
@@ -75,9 +75,9 @@ def _norm_launch(x, w, b, nrows, rs, A, sa, Bn, G, Cg, HW, eps, center, affine, 
     host = is_host(x, y)
     part = Tensor._empty((3 * nrows * nch,), ct, x.device) if nch > 1 else mean
     if nch > 1:
-        kp, n, ls = _kernel(rt, "part", _PART_ARGS, params, nrows * nch, CH)
+        kp, n, ls = _kernel(rt, "part", _PART_ARGS, params, nrows * nch, CH, A == 1)
         launch(rt, kp, n, ls, part._storage.cl_buffer(), xb, x._offset, nrows, rs, sa, Bn, L, CH, nch)
-    k, n, ls = _kernel(rt, "fwd", _FWD_ARGS + [_np_scalar(ct)], params, nrows * nch, CH)
+    k, n, ls = _kernel(rt, "fwd", _FWD_ARGS + [_np_scalar(ct)], params, nrows * nch, CH, A == 1)
     launch(rt, k, n, ls, y._storage.cl_buffer(), y._offset, xb, x._offset,
            w._storage.cl_buffer() if w is not None else xb, w._offset if w is not None else 0,
            b._storage.cl_buffer() if b is not None else xb, b._offset if b is not None else 0,
@@ -110,10 +110,10 @@ def _norm_bwd_launch(g, x, w, mean, rstd, nrows, rs, A, sa, Bn, G, Cg, HW, param
     wb, wo = (w._storage.cl_buffer(), w._offset) if w is not None else (xb, 0)
     part = Tensor._empty((2 * nrows * nch,), ct, x.device) if nch > 1 else mean
     if nch > 1:
-        kp, n, ls = _kernel(rt, "bwd_part", _BWD_PART_ARGS, params, nrows * nch, CH)
+        kp, n, ls = _kernel(rt, "bwd_part", _BWD_PART_ARGS, params, nrows * nch, CH, A == 1)
         launch(rt, kp, n, ls, part._storage.cl_buffer(), g._storage.cl_buffer(), g._offset, xb, x._offset,
                wb, wo, mb, rstd._storage.cl_buffer(), nrows, rs, sa, Bn, L, CH, nch, G, Cg, HW)
-    k, n, ls = _kernel(rt, "bwd", _BWD_ARGS, params, nrows * nch, CH)
+    k, n, ls = _kernel(rt, "bwd", _BWD_ARGS, params, nrows * nch, CH, A == 1)
     launch(rt, k, n, ls, gi._storage.cl_buffer(), gi._offset, g._storage.cl_buffer(),
            g._offset, xb, x._offset, wb, wo, mb, rstd._storage.cl_buffer(),
            sg._storage.cl_buffer() if row else mb, sgx._storage.cl_buffer() if row else mb, part._storage.cl_buffer(),

@@ -13,7 +13,7 @@ a team of lanes per row, the row in registers). Both add in one order (32 stripe
 configuration and both designs give the same bits. When the backward itself runs with grad mode on
 (``create_graph=True``) it is composed from differentiable ops instead, so double (and higher) backward works.
 
-``launch.py`` holds the launch helpers the other fused-kernel modules share (norms, losses, attention, rnn).
+``common.py`` holds the launch helpers the other fused-kernel modules share (norms, losses, attention, rnn).
 """
 import warnings
 
@@ -22,7 +22,7 @@ from ..._dispatch import call, register, is_grad_enabled
 from ..._tensor import Tensor
 from .._util import method
 from . import cpu, team
-from .launch import (kernel, local_size, launch, is_host, compute_dtype, types_of, rows3, wrap_dim,  # noqa: F401
+from .common import (kernel, local_size, launch, is_host, compute_dtype, types_of, rows3, wrap_dim,  # noqa: F401
                      design)
 
 __all__ = ["softmax", "log_softmax"]

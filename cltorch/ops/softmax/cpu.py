@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ...backend import geometry
-from .launch import kernel, launch, local_size, is_host, compute_dtype, types_of
+from .common import kernel, launch, local_size, is_host, compute_dtype, types_of
 
 __all__ = ["forward", "backward"]
 

@@ -8,7 +8,7 @@ neighbouring elements. The CPU design (loss.cl.mako) adds a row sequentially, so
 (deterministic mode: the CPU design on every device)."""
 import numpy as np
 
-from .launch import kernel, launch, is_host, compute_dtype, types_of
+from .common import kernel, launch, is_host, compute_dtype, types_of
 from .team import plan
 
 __all__ = ["enabled", "forward", "backward"]

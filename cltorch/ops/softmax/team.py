@@ -22,7 +22,7 @@ import numpy as np
 from ...backend import geometry
 from ...backend.program import KernelBuildError
 from ..reduction import exchange
-from .launch import kernel, is_host, compute_dtype, types_of, launch
+from .common import kernel, is_host, compute_dtype, types_of, launch
 
 __all__ = ["Team", "lanes", "layout", "plan", "softmax_fwd", "softmax_bwd"]
 
@@ -69,31 +69,31 @@ def lanes(prof, table, R):
 _plans = {}
 
 
-def layout(prof, table, R, arrays, tpr=None):
+def layout(prof, table, R, arrays, tpr=None, kcap=None):
     """(lanes, K, cached) for rows of R elements under profile ``prof``'s table: lanes by R (:func:`lanes`, or
     ``tpr``), K groups of 32 per lane in registers, as many as the table's ``cache`` (values per lane) allows for
     ``arrays`` row arrays held at once (the forward 1, the backward 2) but no more than the row needs, and whether
-    the whole row fits. Pure: plan tests call it with a device's profile."""
+    the whole row fits (``kcap``: at most that many groups). Pure: plan tests call it with a device's profile."""
     tpr = tpr or lanes(prof, table, R)
     S = 32 // tpr
     groups = max(1, -(-R // 32))
     kmax = _pow2_floor(max(1, int(prof.get_value(table, "cache", 128)) // (S * arrays)))
-    k = min(_pow2_ceil(groups), kmax)
+    k = min(_pow2_ceil(groups), kmax, kcap or kmax)
     return tpr, k, groups <= k
 
 
-def plan(rt, table, R, arrays, key, build, tpr=None):
+def plan(rt, table, R, arrays, key, build, tpr=None, kcap=None):
     """The :class:`Team` for rows of R elements: :func:`layout` under the device's own profile, and the work-group
     size from the table's ``local_size`` fitted to the device and the kernel (a multiple of 32 with a lane exchange,
     so sub-groups and warps hold whole teams). ``build(tpr, ls, k, cached, xchg)`` returns the kernel (``key``: what
-    else it depends on; plans are memoised); ``tpr`` forces the lanes. None of these values changes the order of a
-    sum."""
-    mkey = (rt.index, table, R, arrays, key, tpr)
+    else it depends on; plans are memoised); ``tpr`` forces the lanes, ``kcap`` caps K. None of these values changes
+    the order of a sum."""
+    mkey = (rt.index, table, R, arrays, key, tpr, kcap)
     t = _plans.get(mkey)
     if t is not None:
         return t
     prof = rt.native_profile
-    tpr, k, cached = layout(prof, table, R, arrays, tpr)
+    tpr, k, cached = layout(prof, table, R, arrays, tpr, kcap)
     xchg = exchange.mode(rt)
     keep = xchg is not None            # undecided while a capture records: use local memory, keep no plan
     xchg = xchg or ""
