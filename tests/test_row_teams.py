@@ -13,7 +13,8 @@ profile swapped in-process, with the vendor's launch limits) against torch at st
 1000, 4096 and 10000 elements, more than 65,535 rows, strided and transposed rows, a dim other than the last), and
 check that the GPU designs give the CPU designs' bits: forward and backward, cached rows and streamed ones (a profile
 with a small register cache), and in deterministic mode. tests/test_kernel_configs.py runs them under every GPU
-configuration and under Oclgrind with data-race checks.
+configuration and under Oclgrind with data-race checks. Where clang-15 and CUDA's ptxas are installed, the largest
+team kernels, with the PTX lane exchange, assemble for sm_90 without spilling registers.
 """
 import contextlib
 import os
@@ -399,3 +400,60 @@ def test_deterministic_mode_gives_the_cpu_bits_on_the_gpu_design():
     finally:
         ct.use_deterministic_algorithms(False)
     assert got == ref
+
+
+# ------------------------------------------------------------------------------------------ NVIDIA's assembler
+_STUB = r"""
+typedef unsigned int uint; typedef unsigned long size_t;
+size_t __attribute__((overloadable)) get_local_id(uint d) { return __nvvm_read_ptx_sreg_tid_x(); }
+size_t __attribute__((overloadable)) get_group_id(uint d) { return __nvvm_read_ptx_sreg_ctaid_x(); }
+long __attribute__((overloadable)) min(long a, long b) { return a < b ? a : b; }
+float __attribute__((overloadable)) select(float a, float b, int c) { return c ? b : a; }
+float __attribute__((overloadable)) log(float x) { return __nvvm_lg2_approx_f(x) * 0.6931471805599453f; }
+float __attribute__((overloadable)) rsqrt(float x) { return __nvvm_rsqrt_approx_f(x); }
+"""
+
+
+def test_team_kernels_assemble_for_sm90_without_spills(tmp_path):
+    """clang-15 compiles the largest team kernels with the PTX lane exchange (shfl.sync) to PTX and CUDA's ptxas
+    assembles them for sm_90 (the H200) without spilling: the softmax forward holding 128 values per lane, the
+    LayerNorm 1024 backward holding g and x, a batch_norm backward streaming. (NVIDIA's own OpenCL compiler may
+    allocate differently; this checks the inline PTX's syntax and that the register budget is not absurd.)"""
+    import shutil
+    import subprocess
+    from cltorch.backend.program import render
+    missing = [t for t in ("clang-15", "llvm-link-15", "llc-15", "ptxas") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (the vendor compile check)")
+    common = dict(T="float", CT="float", TPR=32, LS=128, xchg="ptx", types=("float",))
+    norm = dict(common, center=True, has_b=True, vec=True)
+    kernels = {
+        "softmax_team_fwd": ("softmax_team.cl.mako", dict(common, log=False, safe=False, K=128, cached=True,
+                                                          contig=True, which="fwd")),
+        "norm_team_bwd": ("norm_team.cl.mako", dict(norm, affine="col", has_w=True, save_var=False, K=32,
+                                                    cached=True, flat=True, which="bwd")),
+        "norm_team_fwd": ("norm_team.cl.mako", dict(norm, affine="row", has_w=True, save_var=True, K=8,
+                                                    cached=False, flat=False, which="fwd")),
+    }
+    cc = ["clang-15", "-target", "nvptx64-nvidia-nvcl", "-x", "cl", "-cl-std=CL1.2", "-O2", "-c", "-emit-llvm",
+          "-Xclang", "-target-cpu", "-Xclang", "sm_80"]
+    (tmp_path / "stub.cl").write_text(_STUB)
+    subprocess.run(cc + ["-cl-no-stdinc", str(tmp_path / "stub.cl"), "-o", str(tmp_path / "stub.bc")], check=True,
+                   capture_output=True)
+    for name, (template, params) in kernels.items():
+        base = tmp_path / name
+        # clang's OpenCL mode takes GNU asm as __asm__ (NVIDIA's compiler takes asm)
+        base.with_suffix(".cl").write_text(render(template, **params).replace("asm volatile(", "__asm__ volatile("))
+        r = subprocess.run(cc + [str(base.with_suffix(".cl")), "-o", str(base.with_suffix(".bc"))],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, (name, r.stderr[-2000:])
+        subprocess.run(["llvm-link-15", str(base.with_suffix(".bc")), str(tmp_path / "stub.bc"), "-o",
+                        str(base.with_suffix(".all.bc"))], check=True, capture_output=True)
+        subprocess.run(["llc-15", "-O2", "-mcpu=sm_80", str(base.with_suffix(".all.bc")), "-o",
+                        str(base.with_suffix(".ptx"))], check=True, capture_output=True)
+        assert "shfl.sync.bfly.b32" in base.with_suffix(".ptx").read_text()
+        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", str(base.with_suffix(".ptx")), "-o",
+                            str(base.with_suffix(".cubin"))], capture_output=True, text=True)
+        assert r.returncode == 0, (name, r.stderr[-2000:])
+        info = r.stderr[r.stderr.index(f"Compiling entry function '{name}'"):]
+        assert "0 bytes spill stores, 0 bytes spill loads" in info.split("Compiling entry")[1], (name, info[:500])
