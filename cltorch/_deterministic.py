@@ -32,7 +32,7 @@ _PLAN_CACHES = {
     "cltorch.ops.softmax.common": ("_KERNELS",), "cltorch.ops.softmax.team": ("_plans",), "cltorch.ops.conv.launch": ("_kcache",),
     "cltorch.ops.conv.igemm": ("_kcache", "_plans"), "cltorch.ops.pool": ("_kcache",),
     "cltorch.ops.global_pool": ("_kernels",),
-    "cltorch.ops.indexing": ("_kernels",), "cltorch.ops.sortscan": ("_kernels",),
+    "cltorch.ops.indexing.launch": ("_kernels",), "cltorch.ops.sortscan": ("_kernels",),
     "cltorch.optim._fused": ("_kernels",), "cltorch.ops._philox_launch": ("_KERNELS",),
 }
 

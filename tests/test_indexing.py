@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import cltorch as torch
 from cltorch.ops import indexing as I
+from cltorch.ops.indexing import launch as IL, scatter_gather as ISG
 
 DEVICES = ["cpu"] + [f"cl:{i}" for i in range(torch.cl.device_count())]
 on_devices = pytest.mark.parametrize("device", DEVICES)
@@ -491,7 +492,7 @@ def test_max_dim_backward_uses_scatter_into_zeros():
     x = torch.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 7.0]], requires_grad=True)
     x.max(dim=1).values.sum().backward()
     assert x.grad.tolist() == [[0, 1, 0], [1, 0, 0]]
-    z = I._scatter_into_zeros(x, 1, torch.tensor([[2], [0]]), torch.tensor([[3.0], [4.0]]))
+    z = ISG._scatter_into_zeros(x, 1, torch.tensor([[2], [0]]), torch.tensor([[3.0], [4.0]]))
     assert z.tolist() == [[0, 0, 3], [4, 0, 0]]
 
 
@@ -570,8 +571,8 @@ def test_trusted_indices_skip_the_bounds_read_back(device, monkeypatch):
     """Indices made by our kernels (max/sort/cummax, mask coordinates) need no read-back; user indices do,
     and so do ours once modified in place."""
     reads = []
-    orig = I._check_err
-    monkeypatch.setattr(I, "_check_err", lambda *a: (reads.append(1), orig(*a))[1])
+    orig = IL._check_err
+    monkeypatch.setattr(IL, "_check_err", lambda *a: (reads.append(1), orig(*a))[1])
     x = T(rng.standard_normal((4, 5)), device, requires_grad=True)
     x.max(dim=1).values.sum().backward()
     torch.sort(x, 1).values.sum().backward()

@@ -83,7 +83,7 @@ def _split(x, idx):
             off += start * x._stride[d] if n else 0
             d += 1
         elif _is_adv(i):
-            from .indexing import _as_tensor_index
+            from .indexing.common import _as_tensor_index
             t = _as_tensor_index(i, x.device)
             if t.dtype is D.bool or t.dtype is D.uint8:
                 k = t.dim()

@@ -210,7 +210,7 @@ def _minmax_dim_bwd(ctx, g, gi=None):
     if not ctx.keepdim and len(ctx.shape):
         g = g.unsqueeze(d)
         i = i.unsqueeze(d)
-    from .indexing import _scatter_into_zeros
+    from .indexing.scatter_gather import _scatter_into_zeros
     return _scatter_into_zeros(ctx.x, d, i, g), None, None
 
 

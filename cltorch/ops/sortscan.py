@@ -107,7 +107,7 @@ def _scan(x, dim, op, acc_dtype, out_dtype, arg=False, iin=None, out=None, iout=
     strides); new contiguous ones by default. Returns out, or (out, iout) with arg.
     """
     _no_complex(x, f"cum{op}")
-    from .indexing import _pad_rank
+    from .indexing.launch import _pad_rank
     shape = x._shape
     dev = x.device
     if out is None:
@@ -313,7 +313,7 @@ def _cummaxmin_fwd(is_max):
     def fwd(ctx, x, dim):
         ct = D.float32 if x.dtype is D.float16 else (D.uint8 if x.dtype is D.bool else x.dtype)
         v, i = _scan(x, dim, "max" if is_max else "min", ct, x.dtype, arg=True)
-        from .indexing import _mark_trusted
+        from .indexing.launch import _mark_trusted
         _mark_trusted(i)
         if ctx is not None:
             ctx.save_for_backward(i)
@@ -325,7 +325,7 @@ def _cummaxmin_fwd(is_max):
 def _cummaxmin_bwd(ctx, g, gi=None):
     (i,) = ctx.saved_tensors
     from .creation import zeros
-    from .indexing import _scatter_add_op
+    from .indexing.scatter_gather import _scatter_add_op
     if not ctx.shape:
         return g, None
     return call(_scatter_add_op, zeros(ctx.shape, dtype=g.dtype, device=g.device), ctx.dim, i, g), None
@@ -383,7 +383,7 @@ def _sort_kernel(rt, kernel, kt, floating, RK, CH, T):
 def _sort_raw(x, dim, descending, k=None):
     """Stable sort of x along dim. Returns (values, indices), contiguous, with ``dim`` cut to the first k."""
     _no_complex(x, "sort")
-    from .indexing import _pad_rank
+    from .indexing.launch import _pad_rank
     shape = x._shape
     if not shape:
         from .creation import zeros
@@ -458,7 +458,7 @@ def _sort_raw(x, dim, descending, k=None):
         w *= 2
     if x._storage.host is not None:
         rt.finish_if_exposed()
-    from .indexing import _mark_trusted
+    from .indexing.launch import _mark_trusted
     return values, _mark_trusted(indices)
 
 
@@ -482,7 +482,7 @@ class _Like:
 
 def _sort_bwd(ctx, g, gi=None):
     (i,) = ctx.saved_tensors
-    from .indexing import _scatter_into_zeros
+    from .indexing.scatter_gather import _scatter_into_zeros
     like = _Like(ctx.x_shape, ctx.x_dtype, ctx.x_device)
     if not ctx.x_shape:
         return g, None, None, None
@@ -636,7 +636,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if return_inverse:
         pos = _scan(mask, 0, "sum", D.int64, D.int64) - 1
         inv = Tensor._empty((n,), D.int64, input.device)
-        from .indexing import _scatter_put
+        from .indexing.scatter_gather import _scatter_put
         _scatter_put(inv, 0, perm, pos, "assign")
         res.append(inv.reshape(input._shape))
     if return_counts:
