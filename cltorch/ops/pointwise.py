@@ -503,7 +503,7 @@ _pow_inplace = Tensor.pow_
 method("pow", pow)
 method("__pow__", pow)
 method("__rpow__", lambda self, other: pow(other, self))
-method("pow_", lambda self, e: (pow(self, e) if False else _pow_inplace(self, e)))
+method("pow_", lambda self, e: _pow_inplace(self, e))
 method("__ipow__", lambda self, e: _pow_inplace(self, e))
 float_power = lambda a, b: pow(a.double() if _is_t(a) else a, b.double() if _is_t(b) else b)  # noqa: E731
 
@@ -1020,8 +1020,7 @@ def masked_fill_(self, mask, value):
         raise RuntimeError("masked_fill_ only supports boolean masks")
     broadcast = broadcast_shapes(self._shape, mask._shape)
     check_inplace(self, None, broadcast)
-    _masked_fill_op.forward(None, self, mask, value.item() if _is_t(value) else value)  # compute into new
-    res = _masked_fill_op.forward(None, self, mask, value.item() if _is_t(value) else value)
+    res = _masked_fill_op.forward(None, self, mask, value.item() if _is_t(value) else value)  # into a new tensor
     return self.copy_(res)
 
 
