@@ -62,9 +62,8 @@ def _unlift(t, nd):
     return t
 
 
-def conv_geometry(name, x, w, b, stride, padding, dilation, groups, nd):
-    """conv1d/2d/3d's arguments checked as PyTorch checks them: (batched x, its :class:`Geom`, whether x was
-    unbatched)."""
+def _batched(name, x, w, b, groups, nd):
+    """The checks both directions start with: (x with a batch dim, whether it had none, groups as an int)."""
     _check_inputs(name, x, w, b, nd)
     unbatched = x.dim() == nd + 1
     if unbatched:
@@ -72,6 +71,13 @@ def conv_geometry(name, x, w, b, stride, padding, dilation, groups, nd):
     groups = int(groups)
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
+    return x, unbatched, groups
+
+
+def conv_geometry(name, x, w, b, stride, padding, dilation, groups, nd):
+    """conv1d/2d/3d's arguments checked as PyTorch checks them: (batched x, its :class:`Geom`, whether x was
+    unbatched)."""
+    x, unbatched, groups = _batched(name, x, w, b, groups, nd)
     stride = _tuple(stride, nd, "stride")
     dilation = _tuple(dilation, nd, "dilation")
     if any(s <= 0 for s in stride):
@@ -119,13 +125,7 @@ def conv_geometry(name, x, w, b, stride, padding, dilation, groups, nd):
 def conv_t_geometry(name, x, w, b, stride, padding, output_padding, groups, dilation, nd):
     """conv_transpose1d/2d/3d's arguments checked as PyTorch checks them: (batched x, the :class:`Geom` of the
     convolution it is the transpose of, whether x was unbatched)."""
-    _check_inputs(name, x, w, b, nd)
-    unbatched = x.dim() == nd + 1
-    if unbatched:
-        x = x.unsqueeze(0)
-    groups = int(groups)
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
+    x, unbatched, groups = _batched(name, x, w, b, groups, nd)
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
     stride = _tuple(stride, nd, "stride")
@@ -163,5 +163,4 @@ def conv_t_geometry(name, x, w, b, stride, padding, output_padding, groups, dila
     if any(o <= 0 for o in out):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output "
                            f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
-    geom = Geom.make(groups, stride, padding, dilation, out, spatial, ks)
     return x, Geom.make(groups, stride, padding, dilation, out, spatial, ks), unbatched

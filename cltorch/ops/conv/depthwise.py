@@ -25,7 +25,7 @@ from ... import _dtype as D
 from ..._tensor import Tensor
 from ...backend import geometry
 from . import depthwise_tile
-from .launch import _Tmp, _dtname, _finish, _idx_type, _span
+from .launch import _Tmp, _bias_args, _dtname, _finish, _idx_type, _span, _wstrides
 
 _TEMPLATE = "conv_depthwise.cl.mako"
 _BLOCK = 256            # terms per partial sum of the weight gradient (whole rows: about this many)
@@ -93,17 +93,6 @@ def _local(rt, key, default, n):
 def _tiled(rt):
     """Whether the profile chooses the GPU design (``[conv] dw_design = "tile"``: ``depthwise_tile.py``)."""
     return rt.profile.get_value("conv", "dw_design", "") == "tile"
-
-
-def _wstrides(w):
-    """(offset, stride over output channels, depth, height, width strides) of a [C*M, 1, KD, KH, KW] weight."""
-    return (w._offset, w._stride[0]) + tuple(w._stride[2:5])
-
-
-def _bias_args(b, w):
-    if b is None:
-        return (w._storage.cl_buffer(), w._offset, 0, 0)
-    return (b._storage.cl_buffer(), b._offset, b._stride[0], 1)
 
 
 def forward(x, w, b, geom):

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ...backend import geometry
-from .launch import _dtname, _finish, _idx_type, _span
+from .launch import _bias_args, _dtname, _finish, _idx_type, _span, _wstrides
 
 _TEMPLATE = "conv_depthwise_tile.cl.mako"
 
@@ -53,16 +53,6 @@ def _kernel(rt, dt, idx, name, **params):
         types = [None] + [I] * 6 + [None] + [I] * 5 + [None, I, I, i32, None, I, None] + [i32] * (
             26 if name == "dwt_bwd_input" else 25)
     return rt.kernel(_TEMPLATE, name, types, dt=dt, idx=idx, **params)
-
-
-def _wstrides(w):
-    return (w._offset, w._stride[0]) + tuple(w._stride[2:5])
-
-
-def _bias_args(b, w):
-    if b is None:
-        return (w._storage.cl_buffer(), w._offset, 0, 0)
-    return (b._storage.cl_buffer(), b._offset, b._stride[0], 1)
 
 
 def forward(x, w, b, geom):

@@ -24,10 +24,15 @@ def _zero_buffer(rt):
     return buf
 
 
+def _vw(prof, dt):
+    """The direct kernels' vector width: ``[conv] vw`` (``vw_f64`` for float64)."""
+    return int(prof.get_value("conv", "vw_f64" if dt == "double" else "vw", 4 if dt == "double" else 8))
+
+
 def _config(rt, dt, co):
     """Register blocking of the direct kernels: vector width vw, vectors per position nv, positions mr."""
     prof = rt.profile
-    vw = int(prof.get_value("conv", "vw_f64" if dt == "double" else "vw", 4 if dt == "double" else 8))
+    vw = _vw(prof, dt)
     nv = 1 if co <= vw else int(prof.get_value("conv", "nv", 2))
     mr = int(prof.get_value("conv", "mr", 4))
     return {"vw": vw, "nv": nv, "mr": mr, "lx": int(prof.get_value("conv", "local_size", 16))}
@@ -102,7 +107,7 @@ def _direct_conv_w(x, u, geom, wshape, with_bias):
     Kg = CI * geom.KS
     P = geom.P
     prof = rt.profile
-    vw = int(prof.get_value("conv", "vw_f64" if dt == "double" else "vw", 4 if dt == "double" else 8))
+    vw = _vw(prof, dt)
     cfg = {"vw": vw, "nv": 1 if Kg + with_bias <= vw else int(prof.get_value("conv", "wgrad_nv", 2)),
            "mr": int(prof.get_value("conv", "wgrad_mr", 4))}
     NR = cfg["vw"] * cfg["nv"]

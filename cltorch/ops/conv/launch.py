@@ -82,6 +82,19 @@ def _finish(rt, *tensors):
         rt.finish_if_exposed()
 
 
+def _wstrides(w):
+    """(offset, stride over output channels, depth, height, width strides) of a depthwise [C*M, 1, KD, KH, KW]
+    weight: the weight arguments of both depthwise designs' kernels."""
+    return (w._offset, w._stride[0]) + tuple(w._stride[2:5])
+
+
+def _bias_args(b, w):
+    """(buffer, offset, stride, present) of the bias argument of the depthwise kernels (w stands in for none)."""
+    if b is None:
+        return (w._storage.cl_buffer(), w._offset, 0, 0)
+    return (b._storage.cl_buffer(), b._offset, b._stride[0], 1)
+
+
 _GEMM_CFG = {"vw": 1, "nv": 1, "mr": 1}
 
 
