@@ -155,7 +155,7 @@ __kernel void red_rows(${args()})
 % if arg:
     __local long ti_[${lsize}];
 % endif
-    const int tl = (int)(get_local_id(0) % ${T});
+    const int tl = (int)get_local_id(0) % ${T};     // as an int first: Intel's CPU runtime (2026.2) miscompiled (int)(get_local_id(0) % 32) (row_team.cl.mako)
     const long unit = get_global_id(0) / ${T};
     const int live = unit < M * C;
     const long o = live ? unit / C : 0, s = live ? unit - o * C : 0;

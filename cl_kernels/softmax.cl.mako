@@ -134,14 +134,14 @@ inline ${CT} smax_nan(${CT} m, ${CT} v) { return (v > m || v != v) ? v : m; }
 <%def name="row_setup()">
 <% g = Geom(TPR, contig, CT, T, log, LS, rowvec); S, VW, NV, VT, IT, RPG, store_e, FX = g.S, g.VW, g.NV, g.VT, g.IT, g.RPG, g.store_e, g.FX %>
 
-    const int lane = ${"0" if TPR == 1 else "(int)(get_local_id(0) %% %d)" % TPR};
+    const int lane = ${"0" if TPR == 1 else "(int)get_local_id(0) %% %d" % TPR};    // the local id as an int first (see row_team.cl.mako)
 % if TPR == 1:
     long row = get_global_id(0)${" * %d" % rowvec if rowvec else ""};
     if (row >= nrows) return;
     const bool live = true;
 % else:
     __local ${CT} red[${LS}];
-    const int lrow = (int)(get_local_id(0) / ${TPR});
+    const int lrow = (int)get_local_id(0) / ${TPR};
     long row = (long)get_group_id(0) * ${RPG} + lrow;
     const bool live = row < nrows;
     if (!live) row = 0;
