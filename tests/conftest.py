@@ -127,6 +127,17 @@ def device(request):
     return request.param
 
 
+@pytest.fixture(scope="module")
+def rt():
+    """The runtime of cl:0 (raw-buffer kernel tests), or a skip where no OpenCL device works. A module may define
+    its own ``rt`` (test_philox.py parametrizes it over devices)."""
+    from cltorch.backend import runtime
+    try:
+        return runtime(0)
+    except Exception as e:  # pragma: no cover - no OpenCL device
+        pytest.skip(f"no OpenCL device: {e}")
+
+
 @pytest.fixture(autouse=True)
 def _report_deferred_device_errors():
     """A device-side error (a bounds flag) surfaces at the next synchronization: synchronize after each test, so

@@ -18,23 +18,16 @@ import pytest
 
 cl = pytest.importorskip("pyopencl")
 
-from cltorch.backend import geometry, program, runtime  # noqa: E402
+from cltorch.backend import geometry, program  # noqa: E402
 from cltorch.backend.devices import device_info_from_props  # noqa: E402
 from cltorch.backend.profile import load_profile  # noqa: E402
 from cltorch.ops import gemm as _gemm  # noqa: E402
 from cltorch.ops.gemm import plan as P  # noqa: E402
 from cltorch.ops.gemm.gpu import layout  # noqa: E402
+from gemm_harness import buffer as _buf, check, uniform  # noqa: E402
 
 SMALL = {"bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4, "vw": 4}     # 64 work-items
 TINY = {"bm": 16, "bn": 16, "bk": 8, "tm": 2, "tn": 2, "vw": 2}      # 64 work-items, vw 2
-
-
-@pytest.fixture(scope="module")
-def rt():
-    try:
-        return runtime(0)
-    except Exception as e:  # pragma: no cover - no OpenCL device
-        pytest.skip(f"no OpenCL device: {e}")
 
 
 @pytest.fixture
@@ -50,58 +43,14 @@ def gpu(rt):
     _gemm.clear_cache()
 
 
-def _operand(rng, dt, rows, cols, batch, layout_, pad=4):
-    off = pad
-    rs, cs, bs = {"row": (cols, 1, rows * cols), "col": (1, rows, rows * cols),
-                  "strided": (2 * cols + 1, 2, rows * (2 * cols + 1)), "bcast": (cols, 1, 0)}[layout_]
-    n = off + max(batch - 1, 0) * bs + max(rows - 1, 0) * rs + max(cols - 1, 0) * cs + 1 + pad
-    flat = rng.uniform(-1, 1, n).astype(dt)
-    view = np.lib.stride_tricks.as_strided(flat[off:], (batch, rows, cols),
-                                           (bs * flat.itemsize, rs * flat.itemsize, cs * flat.itemsize))
-    return flat, (off, rs, cs, bs), view
-
-
-def _buf(rt, flat):
-    return cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flat)
-
-
 def _run(rt, M, N, K, dt=np.float32, la="row", lb="row", lc="row", alpha=1.0, beta=0.0, batch=1, E=None,
          c_nan=False):
     """C = alpha A @ B + beta C (+ E: "row" a bias row, "col" a per-row column) against numpy in float64; the
     storage around C's view is untouched. Returns the plan's description."""
-    rng = np.random.default_rng(M * 7 + N * 3 + K)
-    fa, da, A = _operand(rng, dt, M, K, batch, la)
-    fb, db, B = _operand(rng, dt, K, N, batch, lb)
-    fc, dc, Cv = _operand(rng, dt, M, N, batch, lc)
-    if c_nan:
-        Cv[...] = np.nan
-    C0 = Cv.astype(np.float64)
-    before = fc.copy()
-    bA, bB, bC = _buf(rt, fa), _buf(rt, fb), _buf(rt, fc)
-    kw = {}
-    ref_e = 0.0
-    if E is not None:
-        e = rng.uniform(-1, 1, N if E == "row" else M).astype(dt)
-        kw["E"] = (_buf(rt, e), 0, 0 if E == "row" else 1, 1 if E == "row" else 0, 0)
-        ref_e = e.reshape((1, 1, N) if E == "row" else (1, M, 1)).astype(np.float64)
-    _gemm.gemm(rt, M, N, K, (bA,) + da, (bB,) + db, (bC,) + dc, alpha, beta, batch, dt, **kw)
-    out = np.empty_like(fc)
-    cl.enqueue_copy(rt.queue, out, bC)
-    rt.queue.finish()
-    got = np.lib.stride_tricks.as_strided(out[dc[0]:], Cv.shape, Cv.strides).astype(np.float64)
-    ref = alpha * np.matmul(A.astype(np.float64), B.astype(np.float64))
-    if beta != 0:
-        ref = ref + beta * C0
-    ref = ref + ref_e
     tol = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12, np.dtype(np.float16): 2e-3}.get(
         np.dtype(dt), 1e-2)
-    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * max(K, 1) ** 0.5)
-    mask = np.ones(fc.shape, bool)
-    ar = np.arange(fc.size)
-    idx = np.lib.stride_tricks.as_strided(ar[dc[0]:], Cv.shape, (dc[3] * ar.itemsize, dc[1] * ar.itemsize,
-                                                                dc[2] * ar.itemsize))
-    mask[idx.ravel()] = False
-    np.testing.assert_array_equal(out[mask], before[mask])
+    check(rt, M, N, K, dt, la, lb, lc, alpha, beta, batch, np.random.default_rng(M * 7 + N * 3 + K), 4, uniform, tol,
+          scaled=False, c_nan=c_nan, E=E)
     key = [k for k in _gemm._plans if k[0] is rt and k[2:6] == (M, N, K, batch)][-1]
     return _gemm._plans[key].describe()
 

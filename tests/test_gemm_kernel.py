@@ -10,77 +10,16 @@ import pytest
 
 cl = pytest.importorskip("pyopencl")
 
-from cltorch.backend import runtime  # noqa: E402
 from cltorch.ops import gemm as _gemm  # noqa: E402
 from cltorch.ops.gemm import gemm, GemmError  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def rt():
-    try:
-        return runtime(0)
-    except Exception as e:  # pragma: no cover - no OpenCL device
-        pytest.skip(f"no OpenCL device: {e}")
-
-
-def _operand(rng, dt, rows, cols, batch, layout, pad):
-    """A flat storage and the descriptor of a (batch, rows, cols) operand laid out as ``layout``:
-    "row" (row-major), "col" (column-major = transposed), "strided" (every other column of a wider
-    row-major matrix), "bcast" (one matrix shared by every batch entry, batch stride 0). ``pad``
-    elements precede and follow the operand (the element offset): 8 keeps vector alignment, so the
-    in-place vector paths run; 3 does not."""
-    off = pad
-    if layout == "row":
-        rs, cs, bs = cols, 1, rows * cols
-    elif layout == "col":
-        rs, cs, bs = 1, rows, rows * cols
-    elif layout == "strided":
-        rs, cs, bs = 2 * cols + 1, 2, rows * (2 * cols + 1)
-    elif layout == "bcast":
-        rs, cs, bs = cols, 1, 0
-    else:
-        raise ValueError(layout)
-    n = off + max(batch - 1, 0) * bs + max(rows - 1, 0) * rs + max(cols - 1, 0) * cs + 1 + pad
-    flat = rng.standard_normal(n).astype(dt)
-    view = np.lib.stride_tricks.as_strided(flat[off:], (batch, rows, cols),
-                                           (bs * flat.itemsize, rs * flat.itemsize, cs * flat.itemsize))
-    return flat, (off, rs, cs, bs), view
-
-
-def _buf(rt, flat):
-    return cl.Buffer(rt.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flat)
+from gemm_harness import buffer as _buf, check, normal  # noqa: E402
 
 
 def _run(rt, M, N, K, dt=np.float32, la="row", lb="row", lc="row", alpha=1.0, beta=0.0, batch=1, seed=0,
          c_nan=False, pad=8):
-    rng = np.random.default_rng(seed)
-    fa, da, A = _operand(rng, dt, M, K, batch, la, pad)
-    fb, db, B = _operand(rng, dt, K, N, batch, lb, pad)
-    fc, dc, Cv = _operand(rng, dt, M, N, batch, lc, pad)
-    if c_nan:
-        Cv[...] = np.nan
-    C0 = Cv.astype(np.float64)
-    fc_before = fc.copy()
-    bA, bB, bC = _buf(rt, fa), _buf(rt, fb), _buf(rt, fc)
-    gemm(rt, M, N, K, (bA,) + da, (bB,) + db, (bC,) + dc, alpha, beta, batch, dt)
-    out = np.empty_like(fc)
-    cl.enqueue_copy(rt.queue, out, bC)
-    rt.queue.finish()
-    got = np.lib.stride_tricks.as_strided(out[dc[0]:], Cv.shape, Cv.strides).astype(np.float64)
-    ref = alpha * np.matmul(A.astype(np.float64), B.astype(np.float64))
-    if beta != 0:
-        ref = ref + beta * C0
     tol = {np.float32: 2e-5, np.float64: 1e-12, np.float16: 2e-3}.get(dt, 2e-2)      # bfloat16: 8-bit mantissa
-    scale = max(1.0, float(np.abs(ref).max()) if ref.size else 1.0)
-    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale * max(K, 1) ** 0.5)
-    # elements of C's storage outside the C view are untouched
-    mask = np.ones(fc.shape, bool)
-    ar = np.arange(fc.size)
-    idx = np.lib.stride_tricks.as_strided(ar[dc[0]:], Cv.shape, (dc[3] * ar.itemsize, dc[1] * ar.itemsize,
-                                                                dc[2] * ar.itemsize))
-    mask[idx.ravel()] = False
-    np.testing.assert_array_equal(out[mask], fc_before[mask])
-    return out
+    return check(rt, M, N, K, dt, la, lb, lc, alpha, beta, batch, np.random.default_rng(seed), pad, normal, tol,
+                 scaled=True, c_nan=c_nan)
 
 
 SHAPES = [(37, 53, 29), (1, 1, 1), (1, 17, 5), (13, 1, 7), (7, 9, 1), (65, 33, 130), (24, 32, 16), (70, 300, 20)]

@@ -38,14 +38,6 @@ ROWS = {"nv_mma": dict(bm=32, bn=24, bk=16, wm=2, wn=1), "amd_mfma": dict(bm=64,
         "intel_dpas16": dict(bm=16, bn=32, bk=16, wm=2, wn=1)}
 
 
-@pytest.fixture(scope="module")
-def rt():
-    try:
-        return runtime(0)
-    except Exception as e:  # pragma: no cover - no OpenCL device
-        pytest.skip(f"no OpenCL device: {e}")
-
-
 @pytest.fixture(autouse=True)
 def _no_binary_save(monkeypatch):
     """The programs built here are not written to the disk cache at exit (PoCL compiles a whole program again to

@@ -23,14 +23,6 @@ from test_gemm_mma import _tools, ptxas_check  # noqa: E402
 SMALL = ((16, 37, 45, True),)            # (head dim, L, S, causal): one small kernel
 
 
-@pytest.fixture(scope="module")
-def rt():
-    try:
-        return runtime(0)
-    except Exception as e:  # pragma: no cover - no OpenCL device
-        pytest.skip(f"no OpenCL device: {e}")
-
-
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("CLTORCH_NO_DISK_CACHE", "1")      # PoCL's own cache serves a second run
