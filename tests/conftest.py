@@ -1,4 +1,5 @@
-"""Shared test setup: the device list, a Hypothesis CI profile, helpers to compare with numpy."""
+"""Shared test setup: the device list, a Hypothesis CI profile, helpers to compare with numpy, fake GPUs for plan
+tests."""
 import os
 
 # Under pytest-xdist (the GPU run: -n 14 on 16 cores) every worker's torch, numpy BLAS and OpenMP would start a
@@ -144,6 +145,39 @@ def _report_deferred_device_errors():
     an unreported one fails the test that caused it and not a later one."""
     yield
     cltorch.cl.synchronize()
+
+
+# A fake NVIDIA H200 for plan tests (pure Python, no kernel runs): 132 compute units, 48 KiB local memory,
+# work-items (1024, 1024, 64), fp64; device_info_from_props reads it, the shipped nvidia profile applies.
+H200 = dict(name="NVIDIA H200", vendor="NVIDIA Corporation", vendor_id=0x10DE, is_cpu=False, platform="NVIDIA CUDA",
+            max_compute_units=132, local_mem_size=49152, max_work_group_size=1024,
+            max_work_item_sizes=(1024, 1024, 64), global_mem_size=141 << 30, extensions="cl_khr_fp64")
+
+
+def shipped_profile(device):
+    """The profile cltorch ships for ``device`` (a DeviceInfo, or the properties dict device_info_from_props
+    reads), whatever CLTORCH_PROFILE / CLTORCH_PROFILE_ONLY say in this process (the GPU-configuration passes set
+    them)."""
+    from cltorch.backend.devices import device_info_from_props
+    from cltorch.backend.profile import load_profile
+    info = device_info_from_props(0, device) if isinstance(device, dict) else device
+    saved = {k: os.environ.pop(k) for k in ("CLTORCH_PROFILE", "CLTORCH_PROFILE_ONLY") if k in os.environ}
+    try:
+        return load_profile(info)
+    finally:
+        os.environ.update(saved)
+
+
+def fake_runtime(props, profile=None, index=0):
+    """A stand-in runtime for plan tests, what launch plans and ``backend/geometry`` read of one: ``info`` (the
+    DeviceInfo of ``props``), ``profile`` (``profile``, else the shipped one), ``native_profile`` (the shipped
+    one), ``index``."""
+    import types
+    from cltorch.backend.devices import device_info_from_props
+    info = device_info_from_props(index, props)
+    native = shipped_profile(info)
+    return types.SimpleNamespace(info=info, profile=native if profile is None else profile, native_profile=native,
+                                 index=index)
 
 
 def to_np(t):

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -17,10 +16,9 @@ import torch as T
 
 import cltorch as torch
 from cltorch.backend import program
-from cltorch.backend.devices import device_info_from_props
-from cltorch.backend.profile import load_profile
 from cltorch.ops import conv as C
 from cltorch.ops.conv import igemm, plan
+from conftest import H200, fake_runtime, shipped_profile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -116,8 +114,7 @@ def test_the_design_runs(device, forced, monkeypatch):
 def test_every_gpu_tile_row(device, forced, monkeypatch):
     """Each row of gpu.toml's ``[conv] igemm`` table (and its weight-gradient row) on this device, at a shape that
     leaves partial tiles in every dimension; the bits do not depend on the row (one summation order)."""
-    gpu = load_profile(device_info_from_props(0, dict(name="NVIDIA H200", vendor="NVIDIA Corporation",
-                                                      vendor_id=0x10DE, is_cpu=False, platform="NVIDIA CUDA")))
+    gpu = shipped_profile(H200)
     rows = gpu.get_value("conv", "igemm")
     assert len(rows) >= 3 and gpu.get_value("conv", "design") == "igemm"
     rt = torch.empty(1, device=device)._runtime()
@@ -181,22 +178,11 @@ def test_deterministic_mode_bits_across_devices_and_designs():
 
 
 # ------------------------------------------------------------------------------------------------ plans
-H200 = dict(name="NVIDIA H200", vendor="NVIDIA Corporation", vendor_id=0x10DE, is_cpu=False, platform="NVIDIA CUDA",
-            max_compute_units=132, local_mem_size=49152, max_work_group_size=1024,
-            max_work_item_sizes=(1024, 1024, 64), global_mem_size=141 << 30)
-
-
-def _fake_rt(props):
-    info = device_info_from_props(0, props)
-    prof = load_profile(info)
-    return types.SimpleNamespace(info=info, profile=prof, native_profile=prof, index=0)
-
-
 def test_h200_bench_conv_plan_fills_the_device_without_im2col():
     """The bench's conv2d (32x64x56x56, 3x3, 64 -> 64, padding 1) on an H200 with the nvidia profile: implicit GEMM
     in every direction (no im2col, no column matrix) with at least 2 work-groups per compute unit, and work-groups
     within NVIDIA's limits."""
-    rt = _fake_rt(H200)
+    rt = fake_runtime(H200)
     geom = C.Geom.make(1, (1, 1), (1, 1), (1, 1), (56, 56), (56, 56), (3, 3))
     assert plan._algo(rt, 64, 64, geom) == "igemm"
     cu = 132
@@ -214,14 +200,14 @@ def test_h200_bench_conv_plan_fills_the_device_without_im2col():
     # register blocks of at least 8 x 8 for this shape (16 multiply-adds per 16-byte local load)
     assert fwd.tiles.rm * fwd.tiles.rn >= 64 and fwd.tiles.vw == 4
     # the weight gradient's splits follow from the shapes and the profile (not the device): the same on a smaller GPU
-    small = _fake_rt(dict(H200, max_compute_units=16))
+    small = fake_runtime(dict(H200, max_compute_units=16))
     assert igemm.wgrad_plan(small, "float", 64, 576, 100352, 1) == wg
 
 
 def test_small_layers_still_fill_the_device():
     """The CNN step's layers (batch 128: 3 -> 64 at 32x32, 64 -> 128 at 16x16, 128 -> 256 at 8x8) get >= 2
     work-groups per compute unit in each direction on the H200; the 3-channel layer's slices are 4 deep."""
-    rt = _fake_rt(H200)
+    rt = fake_runtime(H200)
     for co, ci, hw in ((64, 3, 32), (128, 64, 16), (256, 128, 8)):
         f = igemm.conv_plan(rt, "float", co, ci, 128, (1, hw, hw), 1)
         t = igemm.conv_plan(rt, "float", ci, co, 128, (1, hw, hw), 1)
@@ -239,7 +225,7 @@ def test_vendor_limits_hold():
                   dict(name="Intel(R) Iris(R) Xe Graphics", vendor="Intel(R) Corporation", vendor_id=0x8086,
                        is_cpu=False, platform="Intel(R) OpenCL Graphics", max_compute_units=96,
                        local_mem_size=65536, max_work_group_size=1024, max_work_item_sizes=(1024, 1024, 1024))):
-        rt = _fake_rt(props)
+        rt = fake_runtime(props)
         from cltorch.backend import geometry
         lim = geometry.limits(rt)
         for co in (16, 64, 256):
@@ -251,7 +237,7 @@ def test_vendor_limits_hold():
 
 def test_cpu_profiles_keep_their_designs():
     """The CPU profiles never choose igemm: the bench shape and a small CNN layer stay direct / im2col + GEMM."""
-    rt = _fake_rt(dict(name="pthread-x86-64", vendor="GenuineIntel", vendor_id=0x8086, is_cpu=True,
+    rt = fake_runtime(dict(name="pthread-x86-64", vendor="GenuineIntel", vendor_id=0x8086, is_cpu=True,
                        platform="Portable Computing Language", max_compute_units=2, max_work_group_size=4096))
     for geom, cin, cout in ((C.Geom.make(1, (1, 1), (1, 1), (1, 1), (56, 56), (56, 56), (3, 3)), 64, 64),
                             (C.Geom.make(1, (1, 1), (1, 1), (1, 1), (8, 8), (8, 8), (3, 3)), 16, 32)):
@@ -261,7 +247,7 @@ def test_cpu_profiles_keep_their_designs():
 def test_inner_loop_reads_local_memory_as_vectors():
     """The rendered kernels of the H200 plans: inside the inner loop every local-memory read is a float4 vector
     (the profile's igemm_vw), and each of them feeds at least 8 scalar multiply-adds."""
-    rt = _fake_rt(H200)
+    rt = fake_runtime(H200)
     for p, wgrad in ((igemm.conv_plan(rt, "float", 64, 64, 32, (1, 56, 56), 1), False),
                      (igemm.wgrad_plan(rt, "float", 64, 576, 100352, 1), True)):
         src = program.render("conv_igemm.cl.mako", **p.tiles.params("float", "int", wgrad))

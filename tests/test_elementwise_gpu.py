@@ -11,8 +11,6 @@ compiled chain that fuses into one kernel of the design; exact operations bitwis
 tests/test_kernel_configs.py runs the design under every GPU configuration and under Oclgrind.
 """
 import contextlib
-import os
-import types
 
 import ml_dtypes
 import numpy as np
@@ -20,33 +18,16 @@ import pytest
 
 import cltorch as ct
 from cltorch.backend import geometry, program
-from cltorch.backend.devices import device_info_from_props
-from cltorch.backend.profile import load_profile
 from cltorch.ops import elementwise as E
+from conftest import H200, fake_runtime, shipped_profile
 
-H200 = dict(name="NVIDIA H200", vendor="NVIDIA Corporation", vendor_id=0x10DE, is_cpu=False, platform="NVIDIA CUDA",
-            max_compute_units=132, local_mem_size=49152, max_work_group_size=1024,
-            max_work_item_sizes=(1024, 1024, 64), global_mem_size=141 << 30, extensions="cl_khr_fp64")
 POCL = dict(name="pthread-x86-64", vendor="GenuineIntel", vendor_id=0x8086, is_cpu=True,
             platform="Portable Computing Language", max_compute_units=2)
 
 
-def _shipped_profile(props):
-    saved = {k: os.environ.pop(k) for k in ("CLTORCH_PROFILE", "CLTORCH_PROFILE_ONLY") if k in os.environ}
-    try:
-        return load_profile(device_info_from_props(0, props))
-    finally:
-        os.environ.update(saved)
-
-
-def _fake_rt(props):
-    prof = _shipped_profile(props)
-    return types.SimpleNamespace(info=device_info_from_props(0, props), profile=prof, native_profile=prof, index=0)
-
-
 # ------------------------------------------------------------------------------------------------ plans
 def test_h200_add_reads_16_byte_vectors_and_fills_the_device():
-    rt = _fake_rt(H200)
+    rt = fake_runtime(H200)
     gvec, epi = E.gpu_layout(rt, ["float", "float", "float"])
     assert gvec * 4 == 16 and epi % gvec == 0 and epi >= 2 * gvec      # float4 accesses, several per lane
     n = 2 ** 26
@@ -58,7 +39,7 @@ def test_h200_add_reads_16_byte_vectors_and_fills_the_device():
     for tys, g in ((["half", "half"], 8), (["bfloat16", "float"], 4), (["double", "float"], 2), (["uchar", "float"], 4),
                    (["uchar", "uchar"], 8), (["long", "long"], 2), (["float2", "float2"], 1)):
         assert E.gpu_layout(rt, tys)[0] == g, tys
-    assert E.gpu_layout(_fake_rt(POCL), ["float", "float"]) is None      # CPU profiles keep the CPU design
+    assert E.gpu_layout(fake_runtime(POCL), ["float", "float"]) is None      # CPU profiles keep the CPU design
 
 
 def test_rendered_inner_loop_reads_and_writes_vectors():
@@ -91,7 +72,7 @@ def _nvidia():
     E._plans.clear()
     E._kernels.clear()
     rt._limits = None
-    rt.profile = rt.native_profile = _shipped_profile(H200)
+    rt.profile = rt.native_profile = shipped_profile(H200)
     try:
         yield rt
     finally:

@@ -8,7 +8,6 @@ for the vendor profile's), which is what the issue's MobileNetV2 user script met
 N x C > 64 planes launched 128 work-items in dimension 2, where NVIDIA allows 64.
 """
 import contextlib
-import os
 import warnings
 
 import numpy as np
@@ -18,12 +17,8 @@ import torch
 import cltorch as ct
 from cltorch.backend import geometry as G
 from cltorch.backend import runtime, cpu_index
-from cltorch.backend.devices import device_info_from_props
-from cltorch.backend.profile import load_profile
+from conftest import H200, fake_runtime, shipped_profile
 
-H200 = dict(name="NVIDIA H200", vendor="NVIDIA Corporation", vendor_id=0x10DE, is_cpu=False, platform="NVIDIA CUDA",
-            max_compute_units=132, local_mem_size=49152, max_work_group_size=1024,
-            max_work_item_sizes=(1024, 1024, 64), global_mem_size=141 << 30)
 VENDORS = {
     "nvidia": H200,
     "amd": dict(name="gfx1030", vendor="Advanced Micro Devices, Inc.", vendor_id=0x1002, is_cpu=False,
@@ -37,23 +32,6 @@ VENDORS = {
 }
 
 
-def _profile(info):
-    saved = {k: os.environ.pop(k) for k in ("CLTORCH_PROFILE", "CLTORCH_PROFILE_ONLY") if k in os.environ}
-    try:
-        return load_profile(info)
-    finally:
-        os.environ.update(saved)
-
-
-class FakeRT:
-    """What geometry reads of a runtime: info, profile, index."""
-
-    def __init__(self, props):
-        self.info = device_info_from_props(0, props)
-        self.profile = self.native_profile = _profile(self.info)
-        self.index = 0
-
-
 class FakeKernel:
     """A kernel as geometry sees it: a name and (CL_KERNEL_WORK_GROUP_SIZE, static local memory)."""
 
@@ -64,29 +42,29 @@ class FakeKernel:
 
 # ------------------------------------------------------------------------------------------------- limits
 def test_vendor_limits_from_profiles():
-    lim = G.limits(FakeRT(H200))
+    lim = G.limits(fake_runtime(H200))
     assert lim.max_work_group_size == 1024 and lim.max_work_item_sizes == (1024, 1024, 64)
     assert lim.local_mem_size == 49152 and lim.max_groups[1:] == (65535, 65535) and lim.max_groups[0] >= 2 ** 31 - 1
     assert "nvidia.toml" in lim.why("max_groups")
-    assert G.limits(FakeRT(VENDORS["intel-gpu"])).max_work_group_size == 512
-    a = G.limits(FakeRT(VENDORS["apple"]))
+    assert G.limits(fake_runtime(VENDORS["intel-gpu"])).max_work_group_size == 512
+    a = G.limits(fake_runtime(VENDORS["apple"]))
     assert (a.max_work_group_size, a.local_mem_size) == (256, 32768)
-    assert G.limits(FakeRT(VENDORS["amd"])).local_mem_size == 65536
+    assert G.limits(fake_runtime(VENDORS["amd"])).local_mem_size == 65536
 
 
 def test_profile_limits_never_raise_the_device_s():
     small = dict(H200, max_work_group_size=256, max_work_item_sizes=(256, 256, 32), local_mem_size=16384)
-    lim = G.limits(FakeRT(small))
+    lim = G.limits(fake_runtime(small))
     assert lim.max_work_group_size == 256 and lim.max_work_item_sizes == (256, 256, 32)
     assert lim.local_mem_size == 16384 and lim.why("max_work_group_size") == "device"
     # a device reporting no per-dimension sizes gets its work-group limit in each
     bare = dict(H200, max_work_item_sizes=())
-    assert G.limits(FakeRT(bare)).max_work_item_sizes == (1024, 1024, 64)     # (profile's 64 still applies)
+    assert G.limits(fake_runtime(bare)).max_work_item_sizes == (1024, 1024, 64)     # (profile's 64 still applies)
 
 
 # ------------------------------------------------------------------------------------------------- fitting
 def test_fit_local_spreads_an_int_over_the_extents_within_each_dimension():
-    rt = FakeRT(H200)
+    rt = fake_runtime(H200)
     assert G.fit_local(rt, 128, (1, 1, 768)) == (1, 1, 64)          # the issue's (1, 1, 128), fitted
     assert G.fit_local(rt, 128, (7, 7, 768)) == (7, 7, 2)
     assert G.fit_local(rt, 128, (300, 5, 5)) == (128, 1, 1)
@@ -96,7 +74,7 @@ def test_fit_local_spreads_an_int_over_the_extents_within_each_dimension():
 
 
 def test_fit_local_honours_the_kernel_s_work_group_size():
-    rt = FakeRT(H200)
+    rt = fake_runtime(H200)
     k = FakeKernel(wg=96)
     assert G.local1(rt, 256, k) == 64                                  # halved from 256 until it fits
     assert G.fit_local(rt, (32, 32, 4), None, k) == (4, 4, 4)          # the largest dimension halved first
@@ -105,7 +83,7 @@ def test_fit_local_honours_the_kernel_s_work_group_size():
 
 
 def test_nd_rounds_up_to_whole_work_groups():
-    rt = FakeRT(H200)
+    rt = fake_runtime(H200)
     assert G.nd(rt, 1000, 256) == ((1024,), (256,))
     assert G.nd(rt, 3, 256) == ((3,), (3,))
     gs, ls = G.nd(rt, (7, 7, 768), 128)
@@ -115,7 +93,7 @@ def test_nd_rounds_up_to_whole_work_groups():
 
 
 def test_pieces_split_launches_over_the_work_groups_a_dimension_allows():
-    rt = FakeRT(H200)
+    rt = fake_runtime(H200)
     assert G.pieces(rt, (64, 5, 64), (64, 1, 64)) == (((0, 0, 0), (64, 5, 64)),)
     parts = G.pieces(rt, (64, 140000, 1), (64, 1, 1))
     assert [p[0] for p in parts] == [(0, 0, 0), (0, 65535, 0), (0, 131070, 0)]
@@ -127,7 +105,7 @@ def test_pieces_split_launches_over_the_work_groups_a_dimension_allows():
 
 
 def test_template_local_rebuilds_smaller_while_the_kernel_allows_fewer_work_items():
-    rt = FakeRT(H200)
+    rt = fake_runtime(H200)
     built = []
 
     def build(ls):                  # a kernel whose registers allow at most 100 work-items
@@ -150,13 +128,13 @@ def _err(rt, k, gs, ls, args=()):
 
 
 def test_impossible_launches_name_the_kernel_the_sizes_and_the_limit():
-    rt = FakeRT(H200)
+    rt = fake_runtime(H200)
     k = FakeKernel(name="avgpool_fwd_adaptive")
     msg = _err(rt, k, (1, 1, 768), (1, 1, 128))
     assert "avgpool_fwd_adaptive" in msg and "(1, 1, 128)" in msg and "(1, 1, 768)" in msg
     assert "dimension 2" in msg and "limit of 64" in msg and "from device" in msg
     # a device reporting 1,024 there (as a CPU does) under the NVIDIA profile: the limit comes from the profile
-    msg = _err(FakeRT(dict(H200, max_work_item_sizes=(1024, 1024, 1024))), k, (1, 1, 768), (1, 1, 128))
+    msg = _err(fake_runtime(dict(H200, max_work_item_sizes=(1024, 1024, 1024))), k, (1, 1, 768), (1, 1, 128))
     assert "limit of 64" in msg and "nvidia.toml [limits] max_work_item_sizes" in msg
     msg = _err(rt, FakeKernel(wg=256, name="regs"), (512,), (512,))
     assert "regs" in msg and "CL_KERNEL_WORK_GROUP_SIZE" in msg and "256" in msg
@@ -214,7 +192,7 @@ def limits_of(rt, lim):
 
 def _vendor_limits(rt, kind):
     """The limits a device like ``rt``'s would have under ``kind``'s profile (device limits ∩ [limits])."""
-    return G.limits_for(rt.info, _profile(device_info_from_props(0, VENDORS[kind])))
+    return G.limits_for(rt.info, shipped_profile(VENDORS[kind]))
 
 
 def test_a_launch_over_the_kernel_s_limit_raises_through_the_runtime():

@@ -10,37 +10,21 @@ vendor's launch limits) against torch, at shapes that stress it; tests/test_kern
 GPU configuration and under Oclgrind with data-race checks.
 """
 import contextlib
-import os
-import types
 
 import numpy as np
 import pytest
 
 import cltorch as ct
-from cltorch.backend.devices import device_info_from_props
-from cltorch.backend.profile import load_profile
 from cltorch.ops.reduction import gpu_plan as G
+from conftest import H200, fake_runtime, shipped_profile
 
-H200 = dict(name="NVIDIA H200", vendor="NVIDIA Corporation", vendor_id=0x10DE, is_cpu=False, platform="NVIDIA CUDA",
-            max_compute_units=132, local_mem_size=49152, max_work_group_size=1024,
-            max_work_item_sizes=(1024, 1024, 64), global_mem_size=141 << 30, extensions="cl_khr_fp64")
 APPLE = dict(name="Apple M2", vendor="Apple", vendor_id=0x1027F00, is_cpu=False, platform="Apple",
              max_compute_units=10, local_mem_size=32768, max_work_group_size=256, max_work_item_sizes=(256, 256, 256))
 
 
-def _shipped_profile(props):
-    saved = {k: os.environ.pop(k) for k in ("CLTORCH_PROFILE", "CLTORCH_PROFILE_ONLY") if k in os.environ}
-    try:
-        return load_profile(device_info_from_props(0, props))
-    finally:
-        os.environ.update(saved)
-
-
 def _fake_rt(props, profile=None, **over):
-    """A stand-in runtime for plan tests: the DeviceInfo, its shipped profile (or ``profile``)."""
-    info = device_info_from_props(0, dict(props, **over))
-    prof = profile if profile is not None else _shipped_profile(props)
-    return types.SimpleNamespace(info=info, profile=prof, native_profile=_shipped_profile(props), index=0)
+    """A stand-in runtime for plan tests: ``props`` (with ``over``), its shipped profile (or ``profile``)."""
+    return fake_runtime(dict(props, **over), profile)
 
 
 def _fits_nvidia(ps):
@@ -146,7 +130,7 @@ def _configuration(props):
         rt._limits = None
     ct.cl.synchronize()
     clear()
-    rt.profile = rt.native_profile = _shipped_profile(props)
+    rt.profile = rt.native_profile = shipped_profile(props)
     try:
         yield rt
     finally:

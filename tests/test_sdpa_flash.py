@@ -8,9 +8,7 @@ every vendor's limits and are read as vectors. tests/test_kernel_configs.py runs
 vendor's profile and emulated limits, and under Oclgrind."""
 import contextlib
 import copy
-import os
 import re
-import types
 
 import numpy as np
 import pytest
@@ -19,11 +17,10 @@ import torch
 import cltorch as ct
 from cltorch import _dtype as D
 from cltorch.backend import cpu_index, geometry, program, runtime
-from cltorch.backend.devices import device_info_from_props
 from cltorch.backend.paths import profiles_dir
-from cltorch.backend.profile import load_profile
 from cltorch.ops.attention import flash as F
 from cltorch.ops.attention import plan as P
+from conftest import H200, fake_runtime
 
 sdpa = ct.nn.functional.scaled_dot_product_attention
 
@@ -238,9 +235,7 @@ def test_deterministic_mode_runs_the_cpu_design():
 
 # --------------------------------------------------------------------------------- plans on the GPUs (no kernels run)
 VENDORS = {
-    "nvidia": dict(name="NVIDIA H200", vendor="NVIDIA Corporation", vendor_id=0x10DE, platform="NVIDIA CUDA",
-                   max_compute_units=132, local_mem_size=49152, max_work_group_size=1024,
-                   max_work_item_sizes=(1024, 1024, 64)),
+    "nvidia": H200,
     "amd": dict(name="gfx90a", vendor="Advanced Micro Devices, Inc.", vendor_id=0x1002,
                 platform="AMD Accelerated Parallel Processing", max_compute_units=104, local_mem_size=65536,
                 max_work_group_size=1024, max_work_item_sizes=(1024, 1024, 1024)),
@@ -253,13 +248,7 @@ VENDORS = {
 
 
 def fake_rt(vendor, index):
-    info = device_info_from_props(index, dict(VENDORS[vendor], is_cpu=False))
-    saved = {k: os.environ.pop(k) for k in ("CLTORCH_PROFILE", "CLTORCH_PROFILE_ONLY") if k in os.environ}
-    try:
-        prof = load_profile(info)
-    finally:
-        os.environ.update(saved)
-    return types.SimpleNamespace(index=index, info=info, profile=prof, native_profile=prof)
+    return fake_runtime(dict(VENDORS[vendor], is_cpu=False), index=index)
 
 
 def cfg_of(B, H, L, S, E, EV=None, Hk=None, causal=False, mask="none", dropout=False):
