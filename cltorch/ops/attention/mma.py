@@ -123,7 +123,7 @@ def check(rt, unit, emulated, dts, variant, shapes=SHAPES):
     """(ok, detail): the kernel on ``rt``'s device against numpy in float64 of the same 16-bit inputs, for each
     (head dim, L, S, causal) of ``shapes`` with two query heads sharing a key head; the output to the storage
     type's rounding (P is rounded to it before P V, as in FlashAttention), the logsumexp to 1e-3."""
-    import cltorch
+    from ..creation import tensor
     from .plan import Cfg
     if not emulated:
         why = units.requirement(rt.info, unit)
@@ -132,7 +132,7 @@ def check(rt, unit, emulated, dts, variant, shapes=SHAPES):
     choice = units.Choice(unit, emulated, variant, [])
     dev = f"cl:{rt.info.index}"
     rng = np.random.default_rng(5)
-    tdt = cltorch.float16 if dts == "half" else cltorch.bfloat16
+    tdt = D.float16 if dts == "half" else D.bfloat16
     tol = 4e-3 if dts == "half" else 2e-2
     worst = 0.0
     try:
@@ -140,7 +140,7 @@ def check(rt, unit, emulated, dts, variant, shapes=SHAPES):
             qn = rng.standard_normal((1, 2, L, E)).astype(np.float32)
             kn = rng.standard_normal((1, 1, S, E)).astype(np.float32)
             vn = rng.standard_normal((1, 1, S, E)).astype(np.float32)
-            q, k, v = (cltorch.tensor(x, device=dev).to(tdt) for x in (qn, kn, vn))
+            q, k, v = (tensor(x, device=dev).to(tdt) for x in (qn, kn, vn))
             cfg = Cfg()
             cfg.nbatch, cfg.B0, cfg.H, cfg.Hk, cfg.L, cfg.S, cfg.E, cfg.EV = 2, 1, 2, 1, L, S, E, E
             cfg.mask_kind, cfg.causal, cfg.scale, cfg.qbatch, cfg.design = "none", causal, 1.0 / math.sqrt(E), \
