@@ -1,5 +1,6 @@
 """Shared test setup: the device list, a Hypothesis CI profile, helpers to compare with numpy, fake GPUs for plan
 tests."""
+import contextlib
 import os
 
 # Under pytest-xdist (the GPU run: -n 14 on 16 cores) every worker's torch, numpy BLAS and OpenMP would start a
@@ -178,6 +179,32 @@ def fake_runtime(props, profile=None, index=0):
     native = shipped_profile(info)
     return types.SimpleNamespace(info=info, profile=native if profile is None else profile, native_profile=native,
                                  index=index)
+
+
+@contextlib.contextmanager
+def gpu_configuration(props):
+    """The 'cpu' device's runtime under the shipped profile of the GPU ``props`` describes (its tables and its
+    [limits], emulated on this device), every launch plan cache (and the lane-exchange choice) cleared on the way
+    in and out: plans made under one profile are never reused under the other. Yields the runtime."""
+    from cltorch import _deterministic, backend
+    from cltorch.ops.reduction import exchange
+    rt = backend.runtime(backend.cpu_index())
+    saved = rt.profile, rt.native_profile, getattr(rt, "_limits", None)
+
+    def clear():
+        _deterministic.clear_plans()
+        exchange._modes.clear()
+        rt._limits = None
+    cltorch.cl.synchronize()
+    clear()
+    rt.profile = rt.native_profile = shipped_profile(props)
+    try:
+        yield rt
+    finally:
+        cltorch.cl.synchronize()
+        rt.profile, rt.native_profile = saved[0], saved[1]
+        clear()
+        rt._limits = saved[2]
 
 
 def to_np(t):

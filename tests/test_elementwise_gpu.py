@@ -19,7 +19,7 @@ import pytest
 import cltorch as ct
 from cltorch.backend import geometry, program
 from cltorch.ops import elementwise as E
-from conftest import H200, fake_runtime, shipped_profile
+from conftest import H200, fake_runtime, gpu_configuration
 
 POCL = dict(name="pthread-x86-64", vendor="GenuineIntel", vendor_id=0x8086, is_cpu=True,
             platform="Portable Computing Language", max_compute_units=2)
@@ -61,28 +61,6 @@ def test_rendered_inner_loop_reads_and_writes_vectors():
 
 
 # ------------------------------------------------------------------------------------------------ values
-@contextlib.contextmanager
-def _nvidia():
-    """The 'cpu' device's runtime under the shipped NVIDIA profile (its tables and its [limits]); the elementwise
-    caches cleared on the way in and out (plans recorded under another profile are not reused either way)."""
-    from cltorch import backend
-    rt = backend.runtime(backend.cpu_index())
-    saved = rt.profile, rt.native_profile, getattr(rt, "_limits", None)
-    ct.cl.synchronize()
-    E._plans.clear()
-    E._kernels.clear()
-    rt._limits = None
-    rt.profile = rt.native_profile = shipped_profile(H200)
-    try:
-        yield rt
-    finally:
-        ct.cl.synchronize()
-        rt.profile, rt.native_profile = saved[0], saved[1]
-        E._plans.clear()
-        E._kernels.clear()
-        rt._limits = saved[2]
-
-
 def _gvecs():
     """The GPU design's vector widths of the elementwise kernels built so far."""
     return {k[-1] for k in E._kernels if k[4] == 0}
@@ -102,7 +80,7 @@ def _np(t):
 def test_values_under_the_nvidia_configuration():
     rng = np.random.default_rng(0)
     dev = _dev()
-    with _nvidia():
+    with gpu_configuration(H200):
         # 4101 = two whole chunks of 256 x 8 and a tail; 2047: the tail alone; 1 element
         for n in (4101, 2047, 1):
             a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
@@ -132,8 +110,8 @@ def test_dense_permuted_operands_take_the_contiguous_path():
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((33, 70)).astype(np.float32), rng.standard_normal((33, 70)).astype(np.float32)
     dev = _dev()
-    for ctx in (contextlib.nullcontext, _nvidia):
-        with ctx():
+    for ctx in (contextlib.nullcontext(), gpu_configuration(H200)):
+        with ctx:
             x, y = ct.from_numpy(a.T.copy()).to(dev).t(), ct.from_numpy(b.T.copy()).to(dev).t()   # transposed, dense
             E._kernels.clear()
             x.add_(y)
@@ -144,7 +122,7 @@ def test_dense_permuted_operands_take_the_contiguous_path():
 def test_compiled_chain_fuses_into_the_gpu_design():
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal(3000).astype(np.float32), rng.standard_normal(3000).astype(np.float32)
-    with _nvidia():
+    with gpu_configuration(H200):
         dev = _dev()
         x, y = ct.from_numpy(a).to(dev), ct.from_numpy(b).to(dev)
         f = lambda p, q: (p * q + 1.0) * p - q                          # noqa: E731
@@ -172,7 +150,7 @@ def test_gpu_design_matches_the_cpu_design_bitwise(n):
                 _np((x.to(ct.bfloat16) * y.to(ct.bfloat16)).float())]
     dev = _dev()
     ref = run()
-    with _nvidia():
+    with gpu_configuration(H200):
         got = run()
         assert 4 in _gvecs() and 8 in _gvecs()
     for r, g in zip(ref, got):

@@ -9,14 +9,12 @@ or Intel's runtime) under the NVIDIA and Apple GPU configurations (the profile s
 vendor's launch limits) against torch, at shapes that stress it; tests/test_kernel_configs.py runs it under every
 GPU configuration and under Oclgrind with data-race checks.
 """
-import contextlib
-
 import numpy as np
 import pytest
 
 import cltorch as ct
 from cltorch.ops.reduction import gpu_plan as G
-from conftest import H200, fake_runtime, shipped_profile
+from conftest import H200, fake_runtime, gpu_configuration
 
 APPLE = dict(name="Apple M2", vendor="Apple", vendor_id=0x1027F00, is_cpu=False, platform="Apple",
              max_compute_units=10, local_mem_size=32768, max_work_group_size=256, max_work_item_sizes=(256, 256, 256))
@@ -115,31 +113,6 @@ def test_design_choice():
 
 
 # ------------------------------------------------------------------------------------------------ values
-@contextlib.contextmanager
-def _configuration(props):
-    """The 'cpu' device's runtime under a GPU vendor's shipped profile (its tables and its [limits]), every plan
-    cache cleared on the way in and out."""
-    from cltorch import _deterministic, backend
-    rt = backend.runtime(backend.cpu_index())
-    saved = rt.profile, rt.native_profile, getattr(rt, "_limits", None)
-
-    def clear():
-        _deterministic.clear_plans()
-        from cltorch.ops.reduction import exchange
-        exchange._modes.clear()
-        rt._limits = None
-    ct.cl.synchronize()
-    clear()
-    rt.profile = rt.native_profile = shipped_profile(props)
-    try:
-        yield rt
-    finally:
-        ct.cl.synchronize()
-        rt.profile, rt.native_profile = saved[0], saved[1]
-        clear()
-        rt._limits = saved[2]
-
-
 def _close(got, ref, rtol, atol, what):
     import torch
     g = got.cpu().numpy()
@@ -216,7 +189,7 @@ def _run_cases(device, cases):
 
 
 def test_values_under_the_nvidia_configuration():
-    with _configuration(H200) as rt:
+    with gpu_configuration(H200) as rt:
         assert rt.profile.get_value("reduction", "design") == "gpu"
         _run_cases("cpu", _cases())
         from cltorch.ops import reduction as R
@@ -227,13 +200,13 @@ def test_values_under_the_apple_configuration():
     """Apple's limits (256 work-items per group, 32 KiB) and its smaller local size."""
     keep = {"sum of 2^20", "column sums 512 x 1024", "column argmax 512 x 1024", "70,000 rows: columns",
             "long odd rows", "transposed: full", "first index on ties, NaN", "int64 sum and amin"}
-    with _configuration(APPLE):
+    with gpu_configuration(APPLE):
         _run_cases("cpu", [c for c in _cases() if c[0] in keep])
 
 
 def test_empty_and_errors_under_the_nvidia_configuration():
     import torch
-    with _configuration(H200):
+    with gpu_configuration(H200):
         e = np.zeros((0, 3), np.float32)
         _close(ct.from_numpy(e).sum(0), torch.from_numpy(e).sum(0), 0, 0, "empty sum(0)")
         assert np.isnan(ct.from_numpy(e).mean().item())
@@ -248,7 +221,7 @@ def test_compiled_prologue_and_finish_fuse_into_the_gpu_design():
     import torch
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((64, 256)).astype(np.float32), rng.standard_normal((64, 256)).astype(np.float32)
-    with _configuration(H200) as rt:
+    with gpu_configuration(H200) as rt:
         dev = f"cl:{rt.index}"
         for dim in (0, 1, None):
             cf = ct.compile(lambda x, y: (x * y + 0.5).sum(dim))
