@@ -285,3 +285,22 @@ __kernel void ${kernel}(__global const ${mt}* mask, long m_off
 % endif
 }
 % endif
+% if kernel == "ordered":
+## ordered (a put that accumulates floats in a fixed order, for deterministic mode): keys are the destination
+## offsets of the n source elements, sorted stably (so equal keys keep the source order), perm the source position
+## of each. The first work-item of each run of equal keys folds the whole run into its destination, in order:
+## data[key] = (((data[key] op v0) op v1) ...), the sum a sequential loop over the source elements computes.
+__kernel void ordered(__global ${dt}* data, __global const long* keys, long keys_off, __global const long* perm,
+                      long perm_off, __global const ${dt}* vals, long vals_off, long n)
+{
+    long j = get_global_id(0);
+    if (j >= n) return;
+    keys += keys_off; perm += perm_off; vals += vals_off;
+    long key = keys[j];
+    if (j > 0 && keys[j - 1] == key) return;
+    ${dt} acc = data[key];
+    for (long k = j; k < n && keys[k] == key; ++k)
+        acc = acc ${"+" if op == "add" else "*"} vals[perm[k]];
+    data[key] = acc;
+}
+% endif

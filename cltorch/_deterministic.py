@@ -1,15 +1,21 @@
 """``torch.use_deterministic_algorithms`` and its queries: cltorch's deterministic mode.
 
-cltorch's kernels never add floats with atomics, and every sum's order depends only on the profile values a
-launch uses, so a run repeats itself bit for bit on one device in either mode. Deterministic mode goes further:
-the same bits on every device and vendor. While it is on,
+Every sum's order depends only on the profile values a launch uses, with one exception by default: the puts that
+accumulate floats (``index_add``, ``scatter_add``, ``scatter_reduce`` sum/mean/prod, ``index_put(accumulate=True)``,
+and what is built on them: the gradients of gather, index_select and advanced indexing, fold, embedding_bag,
+istft) update their destinations with atomics, in whatever order the device runs them, so their last bits can
+change from run to run where indices repeat (as on CUDA). Deterministic mode fixes every order, those puts' too,
+and goes further: the same bits on every device and vendor. While it is on,
 
 - every device runs under one profile (``cltorch/backend/deterministic.py``: the CPU tables, scalar elementwise
   code, the reductions' GPU design with a fixed group count), so reductions, GEMM's accumulation over k, softmax, norms and losses add in the same order
   whatever the device's work-group sizes and vector widths, and whatever profile it would otherwise use;
 - every program is rendered with ``deterministic=True``: exp, log, log1p, expm1, tanh, erf, pow and rsqrt are our
   own functions of + - * / (``cl_kernels/det_math.cl.mako``), under ``FP_CONTRACT OFF``, built with
-  ``-cl-fp32-correctly-rounded-divide-sqrt``; so no vendor builtin's last bits reach a result.
+  ``-cl-fp32-correctly-rounded-divide-sqrt``; so no vendor builtin's last bits reach a result;
+- a put that accumulates floats folds each destination's sources in their row-major order, as a sequential loop
+  (torch's on the CPU) does: a stable sort of the destination offsets, then one work-item per destination
+  (``ops/indexing/launch._put_ordered``).
 
 The default path is untouched: its programs, plans and profiles stay as they are (the mode's are cached under
 other keys). Switching clears the ops' launch plans so the next launch plans under the other profile.
@@ -40,7 +46,7 @@ _PLAN_CACHES = {
 def use_deterministic_algorithms(mode, *, warn_only=False):
     """PyTorch's ``torch.use_deterministic_algorithms(mode, *, warn_only=False)``: ``mode=True`` turns on
     cltorch's cross-vendor deterministic mode (see the module's doc); ``False`` returns to the default kernels.
-    ``warn_only`` is recorded (no cltorch op is nondeterministic, so nothing ever warns or raises for it).
+    ``warn_only`` is recorded (no cltorch op is nondeterministic in the mode, so nothing ever warns or raises).
     Raises TypeError when ``mode`` is not a bool (PyTorch's check)."""
     if not isinstance(mode, bool):
         raise TypeError(f"use_deterministic_algorithms(): argument 'mode' (position 1) must be bool, not "

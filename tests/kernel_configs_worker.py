@@ -406,6 +406,14 @@ def index():
     x.index_put_((C(idx),), C(vals), accumulate=True)
     y.index_put_((T(idx),), T(vals), accumulate=True)
     close("index_put accumulate", x, y, 1e-5, 1e-6)
+    ct.use_deterministic_algorithms(True)      # accumulating puts in source order: torch's sequential CPU bits
+    try:
+        close("scatter_add, deterministic mode", ct.zeros(a.shape, device=DEV).scatter_add(1, C(g), C(a)),
+              torch.zeros(a.shape).scatter_add(1, T(g), T(a)), 0, 0)
+        x = ct.zeros(a.shape[0], device=DEV).index_put_((C(idx),), C(vals), accumulate=True)
+        close("index_put accumulate, deterministic mode", x, y, 0, 0)
+    finally:
+        ct.use_deterministic_algorithms(False)
 
 
 def optim():

@@ -134,6 +134,51 @@ def test_arithmetic_is_ieee_on_every_device(deterministic):
         assert tp.sqrt().cpu().numpy().tobytes() == np.sqrt(p).tobytes(), dev
 
 
+
+def test_accumulating_puts_fold_in_source_order(deterministic):
+    """scatter_add, index_add, index_put(accumulate=True) and scatter_reduce("sum") update floats with atomics by
+    default (in whatever order the device runs them); in the mode each destination folds its sources in their
+    row-major order, as a sequential loop does (numpy's unbuffered ``np.add.at``; torch's CPU loop), so the bits
+    match that loop on every device. Many duplicates of large, mixed-sign values make any other order show; the
+    million sources into three rows race across a CPU runtime's threads too (atomics gave other bits each run)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    idx = rng.integers(0, 5, (300, 7))
+    src = (rng.standard_normal((300, 7)) * 1e3).astype(np.float32)
+    want_scatter = x.copy()
+    np.add.at(want_scatter, (idx, np.arange(7)[None, :].repeat(300, 0)), src)
+    rows = rng.integers(-4, 4, 400)                      # negative ids count from the end (index_put)
+    vals = (rng.standard_normal((400, 3)) * 1e3).astype(np.float32)
+    want_rows = np.zeros((4, 3), np.float32)
+    np.add.at(want_rows, rows, vals)
+    half = rng.integers(0, 4, 400)
+    hv = (rng.standard_normal(400) * 10).astype(np.float16)
+    want_half = np.zeros(4, np.float32)                  # float16 accumulates in a float32 temporary
+    np.add.at(want_half, half, hv.astype(np.float32))
+    many = rng.integers(0, 3, 1 << 20)
+    mv = (rng.standard_normal(1 << 20) * 1e3).astype(np.float32)
+    want_many = np.zeros(3, np.float32)
+    np.add.at(want_many, many, mv)
+    for i in range(cltorch.cl.device_count()):
+        dev = f"cl:{i}"
+        t = lambda a: cltorch.from_numpy(np.ascontiguousarray(a)).to(dev)  # noqa: E731
+        got = t(x).scatter_add(0, t(idx), t(src)).cpu().numpy()
+        assert got.tobytes() == want_scatter.tobytes(), (dev, "scatter_add", np.abs(got - want_scatter).max())
+        got = t(x).scatter_reduce(0, t(idx), t(src), "sum").cpu().numpy()
+        assert got.tobytes() == want_scatter.tobytes(), (dev, "scatter_reduce")
+        got = cltorch.zeros(4, 3, device=dev).index_add_(0, t(rows % 4), t(vals)).cpu().numpy()
+        assert got.tobytes() == want_rows.tobytes(), (dev, "index_add", np.abs(got - want_rows).max())
+        got = cltorch.zeros(4, 3, device=dev).index_put_((t(rows),), t(vals), accumulate=True).cpu().numpy()
+        assert got.tobytes() == want_rows.tobytes(), (dev, "index_put")
+        got = cltorch.zeros(4, dtype=cltorch.float16, device=dev).index_add_(0, t(half), t(hv)).cpu().numpy()
+        assert got.tobytes() == want_half.astype(np.float16).tobytes(), (dev, "float16 index_add")
+        for _ in range(2):
+            got = cltorch.zeros(3, device=dev).index_add_(0, t(many), t(mv)).cpu().numpy()
+            assert got.tobytes() == want_many.tobytes(), (dev, "index_add, 2^20 sources", got - want_many)
+        with pytest.raises(IndexError, match="out of bounds"):
+            cltorch.zeros(4, device=dev).index_put_((t(np.array([9])),), t(np.ones(1, np.float32)),
+                                                    accumulate=True).tolist()
+
 def test_math_within_a_few_ulp_of_torch(deterministic):
     import torch
     rng = np.random.default_rng(0)

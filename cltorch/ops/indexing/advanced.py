@@ -10,7 +10,7 @@ from .._util import method
 from ..elementwise import broadcast_shapes, _bstrides
 from .common import (_as_tensor_index, _check_index_dtype, _check_int_index, _host, _host_check, _is_host, _long_on,
                      _same_device, _tensor_from_host)
-from .launch import _acc_temp_dtype, _launch_idx, _mark_trusted
+from .launch import _acc_temp_dtype, _launch_idx, _mark_trusted, _put
 from .masked import _masked_select_op, _nonzero_raw
 
 
@@ -160,9 +160,8 @@ def _put_raw(x, per, values, accumulate):
             values = values.to(x.device)
         if values.dtype is not x.dtype:
             values = values.to(x.dtype)
-    _launch_idx("put", x, out_shape, x_st, idxs, direct=values if vt else None,
-                direct_st=_bstrides(values, out_shape) if vt else None, scalar=None if vt else values,
-                op="add" if accumulate else "assign", neg=True)
+    _put(x, out_shape, x_st, idxs, values if vt else None, _bstrides(values, out_shape) if vt else None,
+         None if vt else values, "add" if accumulate else "assign", neg=True)
     return x
 
 

@@ -182,13 +182,71 @@ def _dim_geometry(x, dim, index, it_shape, index_full):
     return x_st, [(index, ist, size, dstr, dim)]
 
 
+def _ordered(x, op):
+    """Whether a put into x with op must accumulate in a fixed order: deterministic mode, and a float sum or
+    product (atomic float updates land in whatever order the device runs them; integer sums and max/min give
+    the same result in any order)."""
+    from ..._deterministic import are_deterministic_algorithms_enabled
+    return op in ("add", "mul") and x.dtype.is_floating_point and are_deterministic_algorithms_enabled()
+
+
+def _ordered_kernel(rt, dt_cl, op):
+    key = ("ordered", rt.index, dt_cl, op)
+    k = _kernels.get(key)
+    if k is None:
+        argd = [None, None, np.int64, None, np.int64, None, np.int64, np.int64]
+        k = rt.kernel("index.cl.mako", "ordered", argd, kernel="ordered", dt=dt_cl, op=op,
+                      types=tuple(sorted({dt_cl, "long"})), mode="", floating=True, scalar=False, K=0, R=0,
+                      mt="", vt="", cmode="")
+        _kernels[key] = k
+    return k
+
+
+def _put(x, it, x_st, idxs, values, vst, scalar, op, neg=False):
+    """The put of :func:`_launch_idx` (``data[...] op= values``, or ``scalar``); in deterministic mode a float sum or
+    product folds in a fixed order instead (:func:`_put_ordered`)."""
+    if _ordered(x, op):
+        _put_ordered(x, it, x_st, idxs, values, vst, scalar, op, neg)
+    else:
+        _launch_idx("put", x, it, x_st, idxs, direct=values, direct_st=vst, scalar=scalar, op=op, neg=neg)
+
+
+def _put_ordered(x, it, x_st, idxs, values, vst, scalar, op, neg=False):
+    """``data[...] op= values`` like the put of :func:`_launch_idx`, but each destination element folds its
+    source elements in their row-major order over ``it`` (torch's CPU loop order), the same bits on any device:
+    a gather of destination offsets (through the same index geometry, so bad indices raise the same IndexError),
+    a stable sort of those offsets, then one work-item per run of equal offsets (``index.cl.mako``, "ordered")."""
+    from ..creation import arange, full
+    from ..sortscan import sort
+    n = _prod(it)
+    if n == 0:
+        return
+    reach = x._offset + sum((s - 1) * abs(st) for s, st in zip(x._shape, x._stride)) + 1
+    offs = arange(reach, dtype=D.int64, device=x.device).as_strided(x._shape, x._stride, x._offset)
+    keys = Tensor._empty(tuple(it), D.int64, x.device)
+    _launch_idx("gather", offs, it, x_st, idxs, direct=keys, direct_st=_bstrides(keys, it), neg=neg)
+    if values is None:
+        vals = full((n,), scalar, dtype=x.dtype, device=x.device)
+    else:
+        vals = values.as_strided(tuple(it), tuple(vst), values._offset).contiguous().reshape(n)
+    skeys, perm = sort(keys.reshape(n))
+    rt = x._runtime()
+    k = _ordered_kernel(rt, x.dtype.cl, op)
+    gs, ls = geometry.nd(rt, n, _local_size(rt), k)
+    rt.launch(k, gs, ls, x._storage.cl_buffer(), skeys._storage.cl_buffer(), skeys._offset,
+              perm._storage.cl_buffer(), perm._offset, vals._storage.cl_buffer(), vals._offset, n)
+    if x._storage.host is not None:
+        rt.finish_if_exposed()
+
+
 def _accumulate_put_dims(x, it, x_st, idxs, values, vst, scalar, op):
-    """A put whose data strides come from x's own dims (so a temporary can be re-strided)."""
+    """A put whose data strides come from x's own dims (so a temporary can be re-strided). In deterministic mode a
+    float sum or product accumulates in source order (:func:`_put`)."""
     tdt = _acc_temp_dtype(x.dtype)
     if op == "assign" or tdt is None:
         if values is not None and values.dtype is not x.dtype:
             values = values.to(x.dtype)
-        _launch_idx("put", x, it, x_st, idxs, direct=values, direct_st=vst, scalar=scalar, op=op)
+        _put(x, it, x_st, idxs, values, vst, scalar, op)
         return
     from ..views import _materialize, _copy_into
     tmp = _materialize(x, tdt)
@@ -199,7 +257,7 @@ def _accumulate_put_dims(x, it, x_st, idxs, values, vst, scalar, op):
     if values is not None:
         values = values.to(tdt)
         vst = values._stride
-    _launch_idx("put", tmp, it, t_st, t_idxs, direct=values, direct_st=vst, scalar=scalar, op=op)
+    _put(tmp, it, t_st, t_idxs, values, vst, scalar, op)
     if x.dtype is D.bool:
         from ..pointwise import ne
         tmp = ne(tmp, 0)
