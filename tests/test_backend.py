@@ -11,6 +11,7 @@ import cltorch as torch
 from cltorch import backend
 from cltorch.backend.devices import device_info_from_props
 from cltorch.backend.profile import load_profile
+from conftest import child_env
 
 # Properties as the drivers report them (recorded from real devices).
 FIXTURES = {
@@ -126,6 +127,18 @@ def test_a_build_log_is_no_warning(monkeypatch):
         prg = program.build_program(rt.ctx, rt.info, src, template="test")
     assert prg.k.function_name == "k"
     assert not [w for w in seen if "compiler output" in str(w.message)], [str(w.message) for w in seen]
+
+
+def test_a_bad_CLTORCH_DEVICE_names_the_variable():
+    code = "import cltorch as t; t.ones(1, device='cl')"
+    r = subprocess.run([sys.executable, "-c", code], env=child_env(CLTORCH_DEVICE="cpu"),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "CLTORCH_DEVICE='cpu'" in r.stderr and "'cl:N'" in r.stderr, r.stderr[-2000:]
+    n = torch.cl.device_count()
+    r = subprocess.run([sys.executable, "-c", "import cltorch as t; print(t.ones(1, device='cl').device)"],
+                       env=child_env(CLTORCH_DEVICE=f"cl:{n - 1}"), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == f"cl:{n - 1}", r.stderr[-2000:]
 
 _CHILD = textwrap.dedent("""
     import cltorch as torch

@@ -271,6 +271,21 @@ def available_text():
     return "available: 'cpu', 'cl', " + ", ".join(f"'cl:{d.index}' ({d.cls}: {d.name})" for d in devs)
 
 
+def env_device():
+    """The index that plain 'cl' means: the device ``CLTORCH_DEVICE`` names ('cl:N', 'cl:<class>', ...), else 0.
+
+    Raises RuntimeError naming the variable when its value is no OpenCL device string or matches no device."""
+    import os
+    env = os.environ.get("CLTORCH_DEVICE")
+    if not env or env == "cl":
+        return 0
+    try:
+        return resolve(env)
+    except RuntimeError as e:
+        raise RuntimeError(f"the environment variable CLTORCH_DEVICE={env!r} picks the device that 'cl' means and "
+                           f"takes 'cl:N', 'cl:<class>' or 'cl:<class>:N': {e}") from None
+
+
 def resolve(spec):
     """The device index for a 'cl' spec: 'cl', 'cl:N', 'cl:<class>' or 'cl:<class>:N' (N-th of that class).
 
@@ -284,9 +299,7 @@ def resolve(spec):
         from .runtime import install_hint
         raise RuntimeError(install_hint())
     if len(parts) == 1:
-        import os
-        env = os.environ.get("CLTORCH_DEVICE")
-        return resolve(env) if env and env != "cl" else 0
+        return env_device()
     sel = parts[1]
     if sel.isdigit() and len(parts) == 2:
         i = int(sel)

@@ -556,12 +556,8 @@ def cpu_runtime():
 
 def default_index():
     """The default 'cl' device: CLTORCH_DEVICE if set, else discrete GPU, integrated GPU, then CPU."""
-    import os
     devs = list_devices()
     if not devs:
         raise NoDeviceError(install_hint())
-    env = os.environ.get("CLTORCH_DEVICE")
-    if env:
-        from .devices import resolve
-        return resolve(env)
-    return 0
+    from .devices import env_device
+    return env_device()
