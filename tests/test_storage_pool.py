@@ -23,6 +23,13 @@ CPU = cltorch.device("cpu")
 RT = cltorch.backend.cpu_runtime
 
 
+@pytest.fixture(autouse=True)
+def empty_pool():
+    """Each test starts with an empty pool: blocks earlier tests freed would be handed out first (oldest first), and
+    a pool already holding POOL_HELD_MAX bytes frees a block instead of keeping it."""
+    S.release_host_blocks()
+
+
 def _randn(seed, *shape):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
@@ -118,7 +125,6 @@ class _Gate:
 @pytest.fixture
 def gate():
     RT().synchronize()
-    S.release_host_blocks()             # blocks earlier tests freed would be handed out first (oldest first)
     g = _Gate(RT())
     yield g
     g.open()
