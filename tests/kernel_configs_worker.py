@@ -434,24 +434,28 @@ def optim():
             close(f"{name} parameter {i} after 3 steps", p, q, 1e-5, 1e-6)
 
 
+def _rnn_against_torch(label, mod, ref, x):
+    """mod (ours, on DEV) given ref's parameters; output and input gradient of x against torch's."""
+    with ct.no_grad():
+        for (n1, p1), (n2, p2) in zip(mod.named_parameters(), ref.named_parameters()):
+            assert n1 == n2, (n1, n2)
+            p1.copy_(C(p2.detach().numpy()))
+    xc, xt = C(x, grad=True), T(x, grad=True)
+    yc, yt = mod(xc)[0], ref(xt)[0]
+    close(f"{label} output", yc, yt, 1e-4, 1e-5)
+    go = arr(*yt.shape)
+    yc.backward(C(go))
+    yt.backward(T(go))
+    close(f"{label} input grad", xc.grad, xt.grad, 1e-3, 1e-5)
+
+
 def rnn():
     T_, B, I, H = (3, 2, 3, 4) if TINY else (7, 3, 5, 17)
     for kind in ("LSTM", "GRU", "RNN"):
         torch.manual_seed(0)
         ref = getattr(torch.nn, kind)(I, H, num_layers=2 if not TINY else 1, batch_first=False)
         mod = getattr(ct.nn, kind)(I, H, num_layers=2 if not TINY else 1, batch_first=False).to(DEV)
-        with ct.no_grad():
-            for (n1, p1), (n2, p2) in zip(mod.named_parameters(), ref.named_parameters()):
-                assert n1 == n2, (n1, n2)
-                p1.copy_(C(p2.detach().numpy()))
-        x = arr(T_, B, I)
-        xc, xt = C(x, grad=True), T(x, grad=True)
-        yc, yt = mod(xc)[0], ref(xt)[0]
-        close(f"{kind} output", yc, yt, 1e-4, 1e-5)
-        go = arr(*yt.shape)
-        yc.backward(C(go))
-        yt.backward(T(go))
-        close(f"{kind} input grad", xc.grad, xt.grad, 1e-3, 1e-5)
+        _rnn_against_torch(kind, mod, ref, arr(T_, B, I))
         for (n1, p1), (_, p2) in zip(mod.named_parameters(), ref.named_parameters()):
             close(f"{kind} grad {n1}", p1.grad, p2.grad, 1e-3, 1e-5)
 
@@ -757,17 +761,7 @@ def rnn_stress():
     for kind, (T_, B, I, H) in (("GRU", (2, ROWS, 2, 2)), ("LSTM", (3, 1, 1, 1))):
         ref = getattr(torch.nn, kind)(I, H)
         mod = getattr(ct.nn, kind)(I, H).to(DEV)
-        with ct.no_grad():
-            for p1, p2 in zip(mod.parameters(), ref.parameters()):
-                p1.copy_(C(p2.detach().numpy()))
-        x = arr(T_, B, I)
-        xc, xt = C(x, grad=True), T(x, grad=True)
-        yc, yt = mod(xc)[0], ref(xt)[0]
-        close(f"{kind} {T_}x{B}x{I}, hidden {H}: output", yc, yt, 1e-4, 1e-5)
-        go = arr(*yt.shape)
-        yc.backward(C(go))
-        yt.backward(T(go))
-        close(f"{kind} {T_}x{B}x{I}, hidden {H}: input grad", xc.grad, xt.grad, 1e-3, 1e-5)
+        _rnn_against_torch(f"{kind} {T_}x{B}x{I}, hidden {H}:", mod, ref, arr(T_, B, I))
 
 
 def philox_stress():

@@ -239,13 +239,18 @@ def _put_ordered(x, it, x_st, idxs, values, vst, scalar, op, neg=False):
         rt.finish_if_exposed()
 
 
-def _accumulate_put_dims(x, it, x_st, idxs, values, vst, scalar, op):
-    """A put whose data strides come from x's own dims (so a temporary can be re-strided). In deterministic mode a
-    float sum or product accumulates in source order (:func:`_put`)."""
+def _accumulate_put_dims(x, it, x_st, idxs, src, op):
+    """A put whose data strides come from x's own dims (so a temporary can be re-strided); ``src`` is a tensor (cast
+    to x's dtype, read through its own strides over ``it``) or a Python scalar. In deterministic mode a float sum
+    or product accumulates in source order (:func:`_put`)."""
+    values = vst = scalar = None
+    if isinstance(src, Tensor):
+        values = src if src.dtype is x.dtype else src.to(x.dtype)
+        vst = values._stride
+    else:
+        scalar = src
     tdt = _acc_temp_dtype(x.dtype)
     if op == "assign" or tdt is None:
-        if values is not None and values.dtype is not x.dtype:
-            values = values.to(x.dtype)
         _put(x, it, x_st, idxs, values, vst, scalar, op)
         return
     from ..views import _materialize, _copy_into

@@ -123,13 +123,9 @@ def _scatter_put(out, dim, index, src, op):
     if ix is not index and _trusted(index):
         _mark_trusted(ix)
     x_st, idxs = _dim_geometry(xs, dim, ix, it, True)
-    if isinstance(src, Tensor):
-        s = src if src.dim() else src.reshape(1)
-        if s.dtype is not out.dtype:
-            s = s.to(out.dtype)
-        _accumulate_put_dims(xs, it, x_st, idxs, s, s._stride, None, op)
-    else:
-        _accumulate_put_dims(xs, it, x_st, idxs, None, None, src, op)
+    if isinstance(src, Tensor) and not src.dim():
+        src = src.reshape(1)
+    _accumulate_put_dims(xs, it, x_st, idxs, src, op)
     return out
 
 

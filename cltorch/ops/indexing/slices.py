@@ -88,13 +88,9 @@ def _dim_put(out, dim, index, source, op):
     shape = list(xs._shape)
     shape[dim] = idx._shape[0]
     x_st, idxs = _dim_geometry(xs, dim, idx, shape, False)
-    if isinstance(source, Tensor):
-        s = source.reshape(shape) if source._shape != tuple(shape) else source
-        if s.dtype is not out.dtype:
-            s = s.to(out.dtype)
-        _accumulate_put_dims(xs, shape, x_st, idxs, s, s._stride, None, op)
-    else:
-        _accumulate_put_dims(xs, shape, x_st, idxs, None, None, source, op)
+    if isinstance(source, Tensor) and source._shape != tuple(shape):
+        source = source.reshape(shape)
+    _accumulate_put_dims(xs, shape, x_st, idxs, source, op)
     return out
 
 
